@@ -1,0 +1,36 @@
+//! `megagraph devices`: the wgpu adapters of this machine.
+
+use clap::Args;
+use megagraph_engine::device::list_adapters;
+
+/// Options of `megagraph devices`.
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Lists the adapters.
+pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
+    let adapters = list_adapters();
+    if args.json {
+        println!("{}", serde_json::json!({ "adapters": adapters }));
+        return Ok(());
+    }
+    if adapters.is_empty() {
+        println!("no wgpu adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)");
+    }
+    for a in &adapters {
+        println!(
+            "{:>2}  {:<40} {:<7} {:<14} max binding {} MiB  {}",
+            a.index,
+            a.name,
+            a.backend,
+            a.device_type,
+            a.max_storage_buffer_binding_size >> 20,
+            a.driver
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! `megagraph`: train Graph Transformers on large graphs across whatever GPUs a lab has.
+
+mod commands;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// MegaGraph: portable Graph Transformer training on wgpu.
+#[derive(Debug, Parser)]
+#[command(name = "megagraph", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the wgpu adapters of this machine.
+    Devices(commands::devices::DevicesArgs),
+    /// Train a Graph Transformer (on the embedded synthetic graph by default).
+    Train(commands::train::TrainArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return commands::report_usage_error(e),
+    };
+    let result = match cli.command {
+        Command::Devices(args) => commands::devices::run(&args),
+        Command::Train(args) => commands::train::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", commands::one_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}

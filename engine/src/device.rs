@@ -1,0 +1,152 @@
+//! Compute devices: the wgpu adapters of this machine, opening one as a burn device, and the
+//! device-memory probe used to report peak device bytes.
+
+use burn::{
+    backend::{
+        Autodiff, NdArray,
+        autodiff::checkpoint::strategy::CheckpointStrategy,
+        wgpu::{RuntimeOptions, WgpuDevice, WgpuRuntime, WgpuSetup, init_device},
+    },
+    cubecl::Runtime,
+    tensor::backend::Backend,
+};
+use serde::Serialize;
+
+use crate::EngineError;
+
+/// The wgpu backend MegaGraph runs on: burn's CubeCL backend without the fusion wrapper, so
+/// that custom kernels can be bound into it.
+pub type WgpuBackend = burn::backend::wgpu::CubeBackend<WgpuRuntime, f32, i32, u32>;
+/// burn's CPU backend, used as a reference.
+pub type CpuBackend = NdArray<f32>;
+/// [`WgpuBackend`] with reverse-mode autodiff, for training.
+pub type WgpuAutodiff = Autodiff<WgpuBackend>;
+/// [`CpuBackend`] with reverse-mode autodiff, for training.
+pub type CpuAutodiff = Autodiff<CpuBackend>;
+
+/// What `megagraph devices` reports of one adapter.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdapterSummary {
+    /// Position in the adapter list; pass it as `--adapter`.
+    pub index: usize,
+    /// Adapter name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
+    pub name: String,
+    /// Graphics API: Vulkan, Metal, Dx12 or Gl.
+    pub backend: String,
+    /// DiscreteGpu, IntegratedGpu, VirtualGpu, Cpu or Other.
+    pub device_type: String,
+    /// Driver name and version as reported.
+    pub driver: String,
+    /// Largest storage buffer binding in bytes.
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer in bytes.
+    pub max_buffer_size: u64,
+}
+
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::all(),
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    })
+}
+
+fn compute_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .filter(|a| {
+            a.get_downlevel_capabilities()
+                .flags
+                .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+        })
+        .collect()
+}
+
+/// Lists the compute-capable wgpu adapters of this machine.
+pub fn list_adapters() -> Vec<AdapterSummary> {
+    compute_adapters(&instance())
+        .iter()
+        .enumerate()
+        .map(|(index, adapter)| {
+            let info = adapter.get_info();
+            let limits = adapter.limits();
+            AdapterSummary {
+                index,
+                name: info.name,
+                backend: format!("{:?}", info.backend),
+                device_type: format!("{:?}", info.device_type),
+                driver: format!("{} {}", info.driver, info.driver_info)
+                    .trim()
+                    .to_string(),
+                max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size as u64,
+                max_buffer_size: limits.max_buffer_size,
+            }
+        })
+        .collect()
+}
+
+/// Opens adapter `index` (or burn's default choice when `None`) as a burn wgpu device.
+pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
+    let instance = instance();
+    let adapters = compute_adapters(&instance);
+    if adapters.is_empty() {
+        return Err(EngineError::NoAdapter);
+    }
+    let Some(index) = index else {
+        return Ok(WgpuDevice::DefaultDevice);
+    };
+    let available = adapters.len();
+    let adapter = adapters
+        .into_iter()
+        .nth(index)
+        .ok_or(EngineError::AdapterOutOfRange { index, available })?;
+    let info = adapter.get_info();
+    let descriptor = wgpu::DeviceDescriptor {
+        label: Some("megagraph"),
+        required_features: adapter.features(),
+        required_limits: adapter.limits(),
+        ..Default::default()
+    };
+    let (device, queue) = pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| {
+        EngineError::DeviceRequest {
+            index,
+            name: info.name.clone(),
+            reason: e.to_string(),
+        }
+    })?;
+    let setup = WgpuSetup {
+        instance,
+        adapter,
+        device,
+        queue,
+        backend: info.backend,
+    };
+    Ok(init_device(setup, RuntimeOptions::default()))
+}
+
+/// A backend whose device memory can be measured.
+pub trait MemoryProbe: Backend {
+    /// Bytes the device's memory pool has reserved right now, or `None` where the backend
+    /// keeps no device memory of its own (CPU backends).
+    fn reserved_bytes(device: &Self::Device) -> Option<u64>;
+}
+
+impl MemoryProbe for WgpuBackend {
+    fn reserved_bytes(device: &Self::Device) -> Option<u64> {
+        WgpuRuntime::client(device)
+            .memory_usage()
+            .ok()
+            .map(|usage| usage.bytes_reserved)
+    }
+}
+
+impl MemoryProbe for CpuBackend {
+    fn reserved_bytes(_device: &Self::Device) -> Option<u64> {
+        None
+    }
+}
+
+impl<B: MemoryProbe, C: CheckpointStrategy> MemoryProbe for Autodiff<B, C> {
+    fn reserved_bytes(device: &Self::Device) -> Option<u64> {
+        B::reserved_bytes(device)
+    }
+}

@@ -1,0 +1,42 @@
+//! Errors of the engine.
+
+use crate::graph::GraphError;
+
+/// Everything that can go wrong in the engine on bad input or a missing device.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The graph could not be loaded or is invalid.
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// The model configuration is inconsistent.
+    #[error("invalid model configuration: {0}")]
+    InvalidConfig(String),
+    /// The training options are inconsistent with the graph or each other.
+    #[error("invalid training options: {0}")]
+    InvalidOptions(String),
+    /// No usable wgpu adapter.
+    #[error(
+        "no wgpu adapter found: install a Vulkan driver (e.g. `apt-get install mesa-vulkan-drivers libvulkan1` for the software one) or use --backend ndarray"
+    )]
+    NoAdapter,
+    /// An adapter index beyond the adapters present.
+    #[error(
+        "adapter {index} requested but only {available} wgpu adapter(s) are present (see `megagraph devices`)"
+    )]
+    AdapterOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// How many adapters there are.
+        available: usize,
+    },
+    /// The adapter refused to create a device.
+    #[error("adapter {index} (\"{name}\") could not open a device: {reason}")]
+    DeviceRequest {
+        /// The adapter's index.
+        index: usize,
+        /// The adapter's name.
+        name: String,
+        /// What wgpu said.
+        reason: String,
+    },
+}

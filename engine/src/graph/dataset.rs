@@ -1,0 +1,185 @@
+//! A node-classification dataset: adjacency, node features and labels, checked together.
+
+use super::csr::Csr;
+use super::error::GraphError;
+use super::sparse::SparseMatrix;
+
+/// A validated graph with one feature row and one class label per node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Graph {
+    adjacency: Csr,
+    features: SparseMatrix,
+    labels: Vec<u32>,
+    num_classes: usize,
+    name: String,
+}
+
+impl Graph {
+    /// Puts the parts together, checking that the graph is non-empty, that features
+    /// and labels have one entry per node and that every label is below `num_classes`.
+    pub fn new(
+        adjacency: Csr,
+        features: SparseMatrix,
+        labels: Vec<u32>,
+        num_classes: usize,
+        name: impl Into<String>,
+    ) -> Result<Self, GraphError> {
+        let nodes = adjacency.num_nodes();
+        if nodes == 0 {
+            return Err(GraphError::EmptyGraph);
+        }
+        if features.rows() != nodes {
+            return Err(GraphError::FeatureRows {
+                rows: features.rows(),
+                nodes,
+            });
+        }
+        if labels.len() != nodes {
+            return Err(GraphError::LabelCount {
+                found: labels.len(),
+                nodes,
+            });
+        }
+        if let Some((node, &label)) = labels
+            .iter()
+            .enumerate()
+            .find(|&(_, &l)| l as usize >= num_classes)
+        {
+            return Err(GraphError::LabelOutOfRange {
+                node,
+                label: u64::from(label),
+                classes: num_classes,
+            });
+        }
+        Ok(Self {
+            adjacency,
+            features,
+            labels,
+            num_classes,
+            name: name.into(),
+        })
+    }
+
+    /// The symmetric adjacency.
+    pub fn adjacency(&self) -> &Csr {
+        &self.adjacency
+    }
+
+    /// Node features, `num_nodes × feature_dim`.
+    pub fn features(&self) -> &SparseMatrix {
+        &self.features
+    }
+
+    /// Class of each node, each below `num_classes`.
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// Number of classes.
+    pub fn num_classes(&self) -> usize {
+        self.num_classes
+    }
+
+    /// A short name (file stem, directory name or synthetic spec).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.adjacency.num_nodes()
+    }
+
+    /// Feature dimension.
+    pub fn feature_dim(&self) -> usize {
+        self.features.cols()
+    }
+}
+
+/// Turns raw labels into class ids, rejecting negatives and checking the count;
+/// the number of classes is the largest label plus one.
+pub(crate) fn labels_from_raw(raw: &[i64], nodes: usize) -> Result<(Vec<u32>, usize), GraphError> {
+    if raw.len() != nodes {
+        return Err(GraphError::LabelCount {
+            found: raw.len(),
+            nodes,
+        });
+    }
+    let labels = raw
+        .iter()
+        .enumerate()
+        .map(|(node, &label)| {
+            u32::try_from(label).map_err(|_| {
+                if label < 0 {
+                    GraphError::NegativeLabel { node, label }
+                } else {
+                    GraphError::LabelOutOfRange {
+                        node,
+                        label: label as u64,
+                        classes: u32::MAX as usize,
+                    }
+                }
+            })
+        })
+        .collect::<Result<Vec<u32>, _>>()?;
+    let num_classes = labels.iter().max().map_or(0, |&m| m as usize + 1);
+    Ok((labels, num_classes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn parts(nodes: usize) -> Result<(Csr, SparseMatrix), GraphError> {
+        let adjacency = Csr::from_edges(nodes, &[])?;
+        let features = SparseMatrix::from_dense(nodes, 1, &vec![1.0; nodes])?;
+        Ok((adjacency, features))
+    }
+
+    #[test]
+    fn checks_parts_against_each_other() -> TestResult {
+        let (adj, feat) = parts(3)?;
+        let graph = Graph::new(adj.clone(), feat.clone(), vec![0, 1, 1], 2, "tiny")?;
+        assert_eq!(
+            (graph.num_nodes(), graph.feature_dim(), graph.name()),
+            (3, 1, "tiny")
+        );
+
+        let err = Graph::new(adj.clone(), feat.clone(), vec![0, 1], 2, "x").unwrap_err();
+        assert!(matches!(err, GraphError::LabelCount { found: 2, nodes: 3 }));
+        let err = Graph::new(adj.clone(), feat, vec![0, 1, 2], 2, "x").unwrap_err();
+        assert!(matches!(
+            err,
+            GraphError::LabelOutOfRange {
+                node: 2,
+                label: 2,
+                classes: 2
+            }
+        ));
+        let (_, short_features) = parts(2)?;
+        let err = Graph::new(adj, short_features, vec![0, 1, 1], 2, "x").unwrap_err();
+        assert!(matches!(err, GraphError::FeatureRows { rows: 2, nodes: 3 }));
+        let (empty_adj, empty_feat) = parts(0)?;
+        let err = Graph::new(empty_adj, empty_feat, vec![], 0, "x").unwrap_err();
+        assert!(matches!(err, GraphError::EmptyGraph));
+        Ok(())
+    }
+
+    #[test]
+    fn raw_labels_are_checked() -> TestResult {
+        assert_eq!(labels_from_raw(&[2, 0, 1], 3)?, (vec![2, 0, 1], 3));
+        let err = labels_from_raw(&[0, -1], 2).unwrap_err();
+        assert!(matches!(
+            err,
+            GraphError::NegativeLabel { node: 1, label: -1 }
+        ));
+        let err = labels_from_raw(&[0, 1], 3).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "labels have 2 entries but the graph has 3 nodes"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,12 @@
+//! MegaGraph engine: graph data, the Graph Transformer model, devices and training.
+
+pub mod device;
+mod error;
+pub mod graph;
+pub mod model;
+pub mod train;
+
+pub use error::EngineError;
+
+/// The burn version the engine is built on, for callers and tests that build tensors.
+pub use burn;

@@ -1,0 +1,109 @@
+//! Hyper-parameters of the Graph Transformer.
+
+use serde::{Deserialize, Serialize};
+
+use crate::EngineError;
+
+/// Shape and regularisation of a [`GraphTransformer`](super::GraphTransformer).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Width of the input feature vectors (columns of the sparse feature matrix).
+    pub features: usize,
+    /// Number of output classes.
+    pub classes: usize,
+    /// Hidden width of every layer.
+    pub hidden: usize,
+    /// Attention heads; must divide `hidden`.
+    pub heads: usize,
+    /// Number of transformer layers.
+    pub layers: usize,
+    /// Width of the feed-forward block (usually 2 × hidden).
+    pub ffn_hidden: usize,
+    /// Largest shortest-path distance with its own bias bucket; farther pairs share one more.
+    pub max_distance: u8,
+    /// Degrees above this share the last degree-embedding row.
+    pub max_degree: usize,
+    /// Dropout on the input feature values.
+    pub input_dropout: f64,
+    /// Dropout on hidden activations (residual branches, FFN).
+    pub dropout: f64,
+    /// Dropout on attention probabilities.
+    pub attention_dropout: f64,
+    /// Steps of personalised-PageRank propagation of the logits (APPNP); 0 disables it.
+    pub propagation_steps: usize,
+    /// Teleport probability of that propagation.
+    pub teleport: f64,
+}
+
+impl ModelConfig {
+    /// The defaults used by `megagraph train`, for a graph with the given feature width and
+    /// class count.
+    pub fn new(features: usize, classes: usize) -> Self {
+        Self {
+            features,
+            classes,
+            hidden: 64,
+            heads: 4,
+            layers: 2,
+            ffn_hidden: 128,
+            max_distance: 5,
+            max_degree: 63,
+            input_dropout: 0.5,
+            dropout: 0.5,
+            attention_dropout: 0.1,
+            propagation_steps: 10,
+            teleport: 0.1,
+        }
+    }
+
+    /// Number of spatial-bias buckets: distances 0..=max_distance plus one "far" bucket.
+    pub fn distance_buckets(&self) -> usize {
+        self.max_distance as usize + 2
+    }
+
+    /// Width of one attention head.
+    pub fn head_dim(&self) -> usize {
+        self.hidden / self.heads
+    }
+
+    /// Checks the configuration, naming the offending value.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let fail = |msg: String| Err(EngineError::InvalidConfig(msg));
+        if self.features == 0 || self.classes == 0 {
+            return fail(format!(
+                "features ({}) and classes ({}) must be positive",
+                self.features, self.classes
+            ));
+        }
+        if self.hidden == 0 || self.heads == 0 || self.layers == 0 || self.ffn_hidden == 0 {
+            return fail(format!(
+                "hidden ({}), heads ({}), layers ({}) and ffn_hidden ({}) must be positive",
+                self.hidden, self.heads, self.layers, self.ffn_hidden
+            ));
+        }
+        if self.hidden % self.heads != 0 {
+            return fail(format!(
+                "heads ({}) must divide hidden ({})",
+                self.heads, self.hidden
+            ));
+        }
+        if self.max_distance == u8::MAX {
+            return fail(
+                "max_distance must be below 255 (one byte per pair, plus a far bucket)".into(),
+            );
+        }
+        for (name, p) in [
+            ("input dropout", self.input_dropout),
+            ("dropout", self.dropout),
+            ("attention dropout", self.attention_dropout),
+        ] {
+            if !(0.0..1.0).contains(&p) {
+                return fail(format!("{name} must be in [0, 1), got {p}"));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.teleport) {
+            return fail(format!("teleport must be in [0, 1], got {}", self.teleport));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,56 @@
+//! One pre-LayerNorm Graph Transformer layer: biased attention and a local message-passing
+//! branch side by side (GraphGPS-style), then a feed-forward block.
+
+use burn::{
+    module::Module,
+    nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig},
+    tensor::{Tensor, activation::gelu, backend::Backend},
+};
+
+use super::{BiasedAttention, EdgeTensors, ModelConfig, propagate};
+
+/// A Graph Transformer layer.
+#[derive(Module, Debug)]
+pub struct GraphTransformerLayer<B: Backend> {
+    norm_mix: LayerNorm<B>,
+    attention: BiasedAttention<B>,
+    local: Linear<B>,
+    norm_ffn: LayerNorm<B>,
+    ffn_in: Linear<B>,
+    ffn_out: Linear<B>,
+    dropout: Dropout,
+}
+
+impl<B: Backend> GraphTransformerLayer<B> {
+    /// A new layer shaped by `config`.
+    pub fn new(config: &ModelConfig, device: &B::Device) -> Self {
+        let hidden = config.hidden;
+        Self {
+            norm_mix: LayerNormConfig::new(hidden).init(device),
+            attention: BiasedAttention::new(hidden, config.heads, config.attention_dropout, device),
+            local: LinearConfig::new(hidden, hidden).init(device),
+            norm_ffn: LayerNormConfig::new(hidden).init(device),
+            ffn_in: LinearConfig::new(hidden, config.ffn_hidden).init(device),
+            ffn_out: LinearConfig::new(config.ffn_hidden, hidden).init(device),
+            dropout: DropoutConfig::new(config.dropout).init(),
+        }
+    }
+
+    /// Applies the layer to `x` (`[S, hidden]`).
+    pub fn forward(
+        &self,
+        x: Tensor<B, 2>,
+        bias: Tensor<B, 3>,
+        edges: &EdgeTensors<B>,
+    ) -> Tensor<B, 2> {
+        let h = self.norm_mix.forward(x.clone());
+        let attended = self.attention.forward(h.clone(), bias);
+        let local = self.local.forward(propagate(h, edges));
+        let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
+        let f = self.norm_ffn.forward(x.clone());
+        let f = self
+            .ffn_out
+            .forward(self.dropout.forward(gelu(self.ffn_in.forward(f))));
+        x + self.dropout.forward(f)
+    }
+}

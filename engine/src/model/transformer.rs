@@ -1,0 +1,121 @@
+//! The whole model: graph embeddings, transformer layers, classification head and logit
+//! propagation.
+
+use burn::{
+    module::{Module, Param},
+    nn::{
+        Dropout, DropoutConfig, Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear,
+        LinearConfig,
+    },
+    tensor::{IndexingUpdateOp, Tensor, backend::Backend},
+};
+
+use super::{GraphTransformerLayer, ModelConfig, SequenceTensors, propagate};
+
+/// A Graph Transformer for node classification.
+#[derive(Module, Debug)]
+pub struct GraphTransformer<B: Backend> {
+    /// Sparse-feature projection (its weight is `[features, hidden]`).
+    input: Linear<B>,
+    degree: Embedding<B>,
+    /// One learnable scalar per head per distance bucket, shared by all layers: `[heads, buckets]`.
+    spatial_bias: Param<Tensor<B, 2>>,
+    layers: Vec<GraphTransformerLayer<B>>,
+    norm_out: LayerNorm<B>,
+    head: Linear<B>,
+    input_dropout: Dropout,
+    dropout: Dropout,
+    heads: usize,
+    propagation_steps: usize,
+    teleport: f64,
+}
+
+impl<B: Backend> GraphTransformer<B> {
+    /// A freshly initialised model (PyTorch-style uniform ±1/√fan_in linear weights, zero bias
+    /// table), drawn from the backend's seeded generator.
+    pub fn new(config: &ModelConfig, device: &B::Device) -> Self {
+        Self {
+            input: LinearConfig::new(config.features, config.hidden).init(device),
+            degree: EmbeddingConfig::new(config.max_degree + 1, config.hidden).init(device),
+            spatial_bias: Param::from_tensor(Tensor::zeros(
+                [config.heads, config.distance_buckets()],
+                device,
+            )),
+            layers: (0..config.layers)
+                .map(|_| GraphTransformerLayer::new(config, device))
+                .collect(),
+            norm_out: LayerNormConfig::new(config.hidden).init(device),
+            head: LinearConfig::new(config.hidden, config.classes).init(device),
+            input_dropout: DropoutConfig::new(config.input_dropout).init(),
+            dropout: DropoutConfig::new(config.dropout).init(),
+            heads: config.heads,
+            propagation_steps: config.propagation_steps,
+            teleport: config.teleport,
+        }
+    }
+
+    /// Class logits `[S, classes]` for every node of `seq`.
+    pub fn forward(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
+        let mut x = self.dropout.forward(self.embed(seq));
+        let bias = self.spatial_bias(seq);
+        for layer in &self.layers {
+            x = layer.forward(x, bias.clone(), &seq.edges);
+        }
+        let logits = self.head.forward(self.norm_out.forward(x));
+        self.propagate_logits(logits, seq)
+    }
+
+    /// Input embedding: sparse features × weight (+ bias), plus the degree embedding.
+    fn embed(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
+        let weight = self.input.weight.val();
+        let [_, hidden] = weight.dims();
+        let values = self.input_dropout.forward(seq.feature_values.clone());
+        let contributions = weight.select(0, seq.feature_cols.clone()) * values;
+        let projected = Tensor::zeros([seq.nodes, hidden], &contributions.device()).select_assign(
+            0,
+            seq.feature_rows.clone(),
+            contributions,
+            IndexingUpdateOp::Add,
+        );
+        let projected = match &self.input.bias {
+            Some(bias) => projected + bias.val().unsqueeze_dim(0),
+            None => projected,
+        };
+        let degree = self
+            .degree
+            .forward(seq.degrees.clone().unsqueeze_dim(0))
+            .reshape([seq.nodes, hidden]);
+        projected + degree
+    }
+
+    /// The `[heads, S, S]` attention bias: each pair gets its bucket's scalar, per head.
+    ///
+    /// Built bucket by bucket from equality masks rather than by gathering from the table:
+    /// the gather's backward is a scatter-add of S² values into a handful of table entries,
+    /// which serialises on atomics on a GPU.
+    fn spatial_bias(&self, seq: &SequenceTensors<B>) -> Tensor<B, 3> {
+        let table = self.spatial_bias.val();
+        let [heads, buckets] = table.dims();
+        let pairs = seq.nodes * seq.nodes;
+        let mut bias: Tensor<B, 2> = Tensor::zeros([heads, pairs], &table.device());
+        for bucket in 0..buckets {
+            let mask = seq
+                .buckets
+                .clone()
+                .equal_elem(bucket as i64)
+                .float()
+                .unsqueeze_dim(0);
+            bias = bias + table.clone().slice([0..heads, bucket..bucket + 1]) * mask;
+        }
+        bias.reshape([heads, seq.nodes, seq.nodes])
+    }
+
+    /// Personalised-PageRank smoothing of the logits over the sequence's edges (APPNP).
+    fn propagate_logits(&self, logits: Tensor<B, 2>, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
+        let mut z = logits.clone();
+        for _ in 0..self.propagation_steps {
+            z = propagate(z, &seq.edges) * (1.0 - self.teleport) + logits.clone() * self.teleport;
+        }
+        z
+    }
+}

@@ -1,0 +1,43 @@
+//! What training reports, per epoch and at the end.
+
+use serde::Serialize;
+
+/// Figures of one epoch.
+#[derive(Debug, Clone, Serialize)]
+pub struct EpochMetrics {
+    /// 1-based epoch number.
+    pub epoch: usize,
+    /// Mean training cross-entropy over the epoch's steps (weighted by training nodes).
+    pub loss: f64,
+    /// Accuracy on the training nodes after the epoch.
+    pub train_acc: f64,
+    /// Accuracy on the validation nodes after the epoch.
+    pub val_acc: f64,
+    /// Accuracy on the test nodes after the epoch.
+    pub test_acc: f64,
+    /// Wall-clock seconds of the epoch, evaluation included.
+    pub seconds: f64,
+}
+
+/// The outcome of a training run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainReport {
+    /// Test accuracy of the model of best validation accuracy.
+    pub test_acc: f64,
+    /// Best validation accuracy.
+    pub val_acc: f64,
+    /// Epoch at which the best validation accuracy was reached.
+    pub best_epoch: usize,
+    /// Training loss of the last epoch run.
+    pub final_loss: f64,
+    /// Epochs run (early stopping may end before the requested number).
+    pub epochs: usize,
+    /// Wall-clock seconds of the whole run, preprocessing included.
+    pub seconds: f64,
+    /// Peak bytes reserved by each device's memory pool (empty on CPU backends).
+    pub peak_device_bytes: Vec<u64>,
+    /// Number of graph-aware sequences the graph was split into.
+    pub sequences: usize,
+    /// Every epoch's figures.
+    pub history: Vec<EpochMetrics>,
+}
