@@ -1,0 +1,298 @@
+//! `cluster.json`: the devices of a cluster and the links between them.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{PlannerError, json};
+
+/// A cluster: its devices, a default link between any two, and optional per-pair links.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// Must be 1.
+    pub schema_version: u64,
+    /// The devices; a device's index in this list is its id everywhere in a plan.
+    pub devices: Vec<DeviceSpec>,
+    /// The link between any two devices not listed in `links`.
+    pub link: Link,
+    /// Links between particular pairs (undirected), overriding `link`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<PairLink>,
+}
+
+/// One device as profiled or taken from a spec sheet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    /// A name for messages and reports.
+    pub name: String,
+    /// Memory usable for training, in bytes.
+    pub memory_bytes: f64,
+    /// Measured (or spec-sheet) throughput of the attention kernel, FLOP/s.
+    pub flops: f64,
+    /// Memory bandwidth, bytes/s.
+    pub mem_bandwidth: f64,
+}
+
+/// A link's bandwidth and latency.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// Bytes/s in each direction.
+    pub bandwidth: f64,
+    /// Seconds per message.
+    pub latency: f64,
+}
+
+/// The link between devices `a` and `b` (either direction).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairLink {
+    /// One device index.
+    pub a: usize,
+    /// The other device index.
+    pub b: usize,
+    /// Bytes/s in each direction.
+    pub bandwidth: f64,
+    /// Seconds per message.
+    pub latency: f64,
+}
+
+/// Reads, parses and validates a `cluster.json`; errors name the file.
+pub fn load_cluster(path: &Path) -> Result<ClusterSpec, PlannerError> {
+    json::load(path, ClusterSpec::from_json)
+}
+
+impl ClusterSpec {
+    /// Parses and validates the text of a `cluster.json`.
+    pub fn from_json(text: &str) -> Result<Self, PlannerError> {
+        let spec: Self = json::parse(text, "cluster")?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Checks the version, that there are devices, that every figure is in range and that
+    /// per-pair links name distinct existing devices, each pair once.
+    pub fn validate(&self) -> Result<(), PlannerError> {
+        json::check_version(self.schema_version, "cluster")?;
+        if self.devices.is_empty() {
+            return Err(PlannerError::NoDevices);
+        }
+        for (index, device) in self.devices.iter().enumerate() {
+            device.validate(index)?;
+        }
+        check_link("link".to_string(), self.link.bandwidth, self.link.latency)?;
+        let count = self.devices.len();
+        let mut first_of_pair = std::collections::HashMap::new();
+        for (index, pair) in self.links.iter().enumerate() {
+            for device in [pair.a, pair.b] {
+                if device >= count {
+                    return Err(PlannerError::LinkDevice {
+                        index,
+                        device,
+                        count,
+                    });
+                }
+            }
+            if pair.a == pair.b {
+                return Err(PlannerError::SelfLink {
+                    index,
+                    device: pair.a,
+                });
+            }
+            let key = (pair.a.min(pair.b), pair.a.max(pair.b));
+            if let Some(&first) = first_of_pair.get(&key) {
+                return Err(PlannerError::DuplicateLink {
+                    index,
+                    a: pair.a,
+                    b: pair.b,
+                    first,
+                });
+            }
+            first_of_pair.insert(key, index);
+            let name = format!("links[{index}] ({}-{})", pair.a, pair.b);
+            check_link(name, pair.bandwidth, pair.latency)?;
+        }
+        Ok(())
+    }
+
+    /// The link between every ordered pair of devices, row-major (`[a * n + b]`); the
+    /// diagonal holds the default link and is never used.
+    pub(crate) fn link_matrix(&self) -> Vec<Link> {
+        let n = self.devices.len();
+        let mut matrix = vec![self.link; n * n];
+        for pair in &self.links {
+            let link = Link {
+                bandwidth: pair.bandwidth,
+                latency: pair.latency,
+            };
+            matrix[pair.a * n + pair.b] = link;
+            matrix[pair.b * n + pair.a] = link;
+        }
+        matrix
+    }
+}
+
+impl DeviceSpec {
+    /// Checks that memory, FLOP/s and bandwidth are finite and positive.
+    fn validate(&self, index: usize) -> Result<(), PlannerError> {
+        for (field, value) in [
+            ("memory_bytes", self.memory_bytes),
+            ("flops", self.flops),
+            ("mem_bandwidth", self.mem_bandwidth),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(PlannerError::Device {
+                    index,
+                    name: self.name.clone(),
+                    field,
+                    rule: "> 0",
+                    value,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks a link: bandwidth finite and positive, latency finite and not negative.
+fn check_link(link: String, bandwidth: f64, latency: f64) -> Result<(), PlannerError> {
+    let error = |field, rule, value| PlannerError::Link {
+        link: link.clone(),
+        field,
+        rule,
+        value,
+    };
+    if !(bandwidth.is_finite() && bandwidth > 0.0) {
+        return Err(error("bandwidth", "> 0", bandwidth));
+    }
+    if !(latency.is_finite() && latency >= 0.0) {
+        return Err(error("latency", ">= 0", latency));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{
+        "schema_version": 1,
+        "devices": [
+            {"name": "rtx4090", "memory_bytes": 25769803776, "flops": 8.26e13, "mem_bandwidth": 1.008e12},
+            {"name": "rx7900xtx", "memory_bytes": 25769803776, "flops": 6.14e13, "mem_bandwidth": 9.6e11}
+        ],
+        "link": {"bandwidth": 1.2e10, "latency": 5e-5},
+        "links": [{"a": 0, "b": 1, "bandwidth": 2.4e10, "latency": 2e-5}]
+    }"#;
+
+    fn error_of(text: &str) -> String {
+        match ClusterSpec::from_json(text) {
+            Ok(_) => panic!("expected an error for {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn good_cluster_parses_and_round_trips() -> Result<(), PlannerError> {
+        let spec = ClusterSpec::from_json(GOOD)?;
+        assert_eq!(spec.devices.len(), 2);
+        let again = ClusterSpec::from_json(&serde_json::to_string(&spec).expect("serializes"))?;
+        assert_eq!(spec, again);
+        let links = spec.link_matrix();
+        assert_eq!(links[1].bandwidth, 2.4e10);
+        assert_eq!(links[2].bandwidth, 2.4e10);
+        Ok(())
+    }
+
+    #[test]
+    fn negative_memory_is_named_with_its_value() {
+        let text = GOOD.replace(
+            "\"memory_bytes\": 25769803776, \"flops\": 6.14e13",
+            "\"memory_bytes\": -5, \"flops\": 6.14e13",
+        );
+        assert_eq!(
+            error_of(&text),
+            "device 1 (\"rx7900xtx\"): memory_bytes must be > 0, got -5"
+        );
+    }
+
+    #[test]
+    fn zero_devices_is_an_error() {
+        let text =
+            r#"{"schema_version": 1, "devices": [], "link": {"bandwidth": 1e9, "latency": 0}}"#;
+        assert_eq!(error_of(text), "cluster: devices must not be empty");
+    }
+
+    #[test]
+    fn unknown_schema_version_is_named() {
+        let text = GOOD.replace("\"schema_version\": 1", "\"schema_version\": 7");
+        assert_eq!(
+            error_of(&text),
+            "cluster: schema_version 7 is not supported (expected 1)"
+        );
+    }
+
+    #[test]
+    fn unknown_field_is_an_error() {
+        let text = GOOD.replace("\"latency\": 5e-5", "\"latency\": 5e-5, \"jitter\": 1");
+        let message = error_of(&text);
+        assert!(
+            message.starts_with("cluster: unknown field `jitter`"),
+            "{message}"
+        );
+        assert_eq!(message.lines().count(), 1);
+    }
+
+    #[test]
+    fn bad_links_are_errors() {
+        let out_of_range = GOOD.replace("\"a\": 0, \"b\": 1", "\"a\": 0, \"b\": 5");
+        assert_eq!(
+            error_of(&out_of_range),
+            "links[0]: device 5 out of range (the cluster has 2 devices)"
+        );
+        let negative = GOOD.replace("\"latency\": 2e-5", "\"latency\": -1");
+        assert_eq!(
+            error_of(&negative),
+            "links[0] (0-1): latency must be >= 0, got -1"
+        );
+        let zero = GOOD.replace("\"bandwidth\": 1.2e10", "\"bandwidth\": 0");
+        assert_eq!(error_of(&zero), "link: bandwidth must be > 0, got 0");
+        let twice = GOOD.replace(
+            "\"latency\": 2e-5}]",
+            "\"latency\": 2e-5}, {\"a\": 1, \"b\": 0, \"bandwidth\": 1, \"latency\": 0}]",
+        );
+        assert_eq!(
+            error_of(&twice),
+            "links[1]: pair (1, 0) is already given by links[0]"
+        );
+    }
+
+    #[test]
+    fn malformed_json_is_one_line() {
+        let message = error_of("{\"schema_version\": 1, \"devices\": [");
+        assert!(message.starts_with("cluster: "), "{message}");
+        assert_eq!(message.lines().count(), 1);
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let path =
+            std::env::temp_dir().join(format!("megagraph-planner-{}.json", std::process::id()));
+        std::fs::write(&path, "{\"schema_version\": 2}").expect("temp file");
+        let message = load_cluster(&path).map(|_| ()).unwrap_err().to_string();
+        std::fs::remove_file(&path).expect("temp file");
+        assert!(
+            message.starts_with(&path.display().to_string()),
+            "{message}"
+        );
+        assert!(message.ends_with("cluster: schema_version 2 is not supported (expected 1)"));
+        let missing = load_cluster(Path::new("/nonexistent/cluster.json")).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .starts_with("cannot read /nonexistent/cluster.json")
+        );
+    }
+}

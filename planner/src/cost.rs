@@ -1,0 +1,642 @@
+//! The cost model: predicted time of one training step and peak memory per device, term by
+//! term. The modelling conventions are documented on [`predict`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::Link;
+use crate::grid::{Cell, Grid};
+use crate::{ClusterSpec, Degrees, ModelSpec, ParallelConfig, PlannerError};
+
+/// Forward plus backward, the backward counted as twice the forward.
+const PASSES: f64 = 3.0;
+/// Adam FLOPs per parameter (moments, bias correction, update).
+const ADAM_FLOPS: f64 = 12.0;
+/// Adam memory traffic per parameter, in elements: read parameter, gradient and two
+/// moments, write parameter and two moments.
+const ADAM_TRAFFIC: f64 = 7.0;
+/// Bytes per element of the attention log-sum-exp (always fp32).
+const LSE_BYTES: f64 = 4.0;
+/// Bytes per node of the degree index (int32).
+const DEGREE_INDEX_BYTES: f64 = 4.0;
+/// Relative slack when comparing a predicted peak with a device's memory, so that shares
+/// balanced exactly to a memory bound are not rejected for rounding.
+const MEMORY_TOLERANCE: f64 = 1e-9;
+
+/// Time terms of one device's training step, seconds; they sum to its step time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeBreakdown {
+    /// Attention sublayers: Q/K/V and output projections, the `S_local × S` scores and
+    /// weighted sum with the spatial bias, layer norm and residual traffic.
+    pub attention: f64,
+    /// FFN sublayers.
+    pub ffn: f64,
+    /// Embedding layers (first stage): feature projection, degree embedding.
+    pub embedding: f64,
+    /// Final layer norm and classification head (last stage).
+    pub head: f64,
+    /// K/V blocks received around the CP ring (and their gradients in the backward).
+    pub ring_exchange: f64,
+    /// Activations and their gradients to and from the neighbouring pipeline stages.
+    pub stage_transfer: f64,
+    /// 1F1B fill and drain, and waiting for slower devices.
+    pub pipeline_wait: f64,
+    /// Gradient all-reduce over the stage's `dp · cp` devices.
+    pub grad_allreduce: f64,
+    /// Adam step on the stage's parameters.
+    pub optimizer: f64,
+}
+
+impl TimeBreakdown {
+    /// Sum of the terms.
+    pub fn total(&self) -> f64 {
+        self.attention
+            + self.ffn
+            + self.embedding
+            + self.head
+            + self.ring_exchange
+            + self.stage_transfer
+            + self.pipeline_wait
+            + self.grad_allreduce
+            + self.optimizer
+    }
+
+    /// Every term multiplied by `factor`.
+    fn scaled(&self, factor: f64) -> Self {
+        TimeBreakdown {
+            attention: self.attention * factor,
+            ffn: self.ffn * factor,
+            embedding: self.embedding * factor,
+            head: self.head * factor,
+            ring_exchange: self.ring_exchange * factor,
+            stage_transfer: self.stage_transfer * factor,
+            pipeline_wait: self.pipeline_wait * factor,
+            grad_allreduce: self.grad_allreduce * factor,
+            optimizer: self.optimizer * factor,
+        }
+    }
+}
+
+/// Memory terms of one device at its peak, bytes; they sum to its peak.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryBreakdown {
+    /// The stage's parameters.
+    pub parameters: f64,
+    /// Their gradients.
+    pub gradients: f64,
+    /// Adam's two moments.
+    pub optimizer_state: f64,
+    /// Activations saved for the backward of the in-flight micro-batches.
+    pub activations: f64,
+    /// One-byte distance buckets of the device's row block, `S_local × S` per in-flight
+    /// sequence.
+    pub distance_buckets: f64,
+}
+
+impl MemoryBreakdown {
+    /// Sum of the terms.
+    pub fn total(&self) -> f64 {
+        self.parameters
+            + self.gradients
+            + self.optimizer_state
+            + self.activations
+            + self.distance_buckets
+    }
+}
+
+/// Predicted figures of one cluster device (all zero when the configuration leaves it unused).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicePrediction {
+    /// The device's name.
+    pub name: String,
+    /// The device's memory, bytes.
+    pub memory_bytes: f64,
+    /// When the device finishes the step, seconds.
+    pub step_seconds: f64,
+    /// Predicted peak memory, bytes (rounded up).
+    pub peak_bytes: u64,
+    /// Step time, term by term.
+    pub time: TimeBreakdown,
+    /// Peak memory, term by term.
+    pub memory: MemoryBreakdown,
+}
+
+impl DevicePrediction {
+    /// Whether the predicted peak fits the device's memory.
+    pub fn fits(&self) -> bool {
+        self.memory.total() <= self.memory_bytes * (1.0 + MEMORY_TOLERANCE)
+    }
+}
+
+/// Predicted figures of a configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// The step time: the slowest device's.
+    pub step_seconds: f64,
+    /// Per cluster device, indexed like `ClusterSpec::devices`.
+    pub devices: Vec<DevicePrediction>,
+}
+
+impl Prediction {
+    /// Whether every device's peak fits its memory.
+    pub fn fits(&self) -> bool {
+        self.devices.iter().all(DevicePrediction::fits)
+    }
+
+    /// Peak bytes per device.
+    pub fn peak_bytes(&self) -> Vec<u64> {
+        self.devices.iter().map(|d| d.peak_bytes).collect()
+    }
+
+    /// The largest peak over the devices.
+    pub fn max_peak_bytes(&self) -> u64 {
+        self.devices.iter().map(|d| d.peak_bytes).max().unwrap_or(0)
+    }
+
+    /// The device with the largest memory-to-capacity ratio, and the ratio.
+    pub(crate) fn worst_overflow(&self) -> (usize, f64) {
+        self.devices
+            .iter()
+            .map(|d| d.memory.total() / d.memory_bytes)
+            .enumerate()
+            .fold((0, f64::NEG_INFINITY), |worst, (i, r)| {
+                if r > worst.1 { (i, r) } else { worst }
+            })
+    }
+
+    /// The error saying this (least overflowing) configuration does not fit.
+    pub(crate) fn nothing_fits(&self) -> PlannerError {
+        let (device, _) = self.worst_overflow();
+        let worst = &self.devices[device];
+        PlannerError::NothingFits {
+            needed_bytes: worst.memory.total(),
+            device,
+            name: worst.name.clone(),
+            capacity_bytes: worst.memory_bytes,
+        }
+    }
+}
+
+/// Predicts per-device step time, peak memory and their breakdowns.
+///
+/// Conventions (`S` nodes per sequence, `S_local = share · S` on a device):
+/// - A matmul `m×k · k×n` is `2·m·n·k` FLOPs forward; a backward pass is twice its forward,
+///   so every compute and ring term is charged `PASSES = 3` times its forward.
+/// - A compute term takes `flops / device.flops + bytes / device.mem_bandwidth`: the sum,
+///   not the roofline max (compute and memory traffic are assumed not to overlap). The sum
+///   keeps every term affine in the device's node share, which makes share balancing exact.
+/// - A message takes `latency + bytes / bandwidth` on the per-pair link if given, else the
+///   default link. Communication does not overlap compute.
+/// - Attention is a fused FlashAttention-style kernel: it saves `O(S_local · hidden)`
+///   activations and the per-row log-sum-exp, never an `S × S` matrix; the spatial bias is
+///   read from one-byte distance buckets (`S_local × S` bytes per sequence).
+/// - 1F1B: the step is `(m + pp − 1) · t_max + max_i post_i`, where `t_max` is the slowest
+///   device's forward + backward of one micro-batch and `post_i` its gradient all-reduce and
+///   optimizer step; stage `s` keeps `min(m, pp − s)` micro-batches of activations.
+/// - Memory: parameters, gradients (1×), Adam state (2×), saved activations of in-flight
+///   micro-batches, distance buckets of in-flight sequences. Transient workspaces are not
+///   modelled.
+/// - Gradient all-reduce is a ring over the stage's `dp · cp` devices at the slowest link
+///   between any two of them; the optimizer is memory- and FLOP-bound Adam.
+///
+/// # Panics
+/// If `config` does not pass [`ParallelConfig::validate`] for this cluster and model.
+pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig) -> Prediction {
+    let cost = CostModel::new(cluster, model);
+    let grid = Grid::of(config);
+    let Degrees { dp, pp, cp } = config.degrees;
+    let micro = Micro::new(config.micro_batches, model, dp);
+    struct Busy {
+        device: usize,
+        micro_batch: TimeBreakdown,
+        post: (f64, f64),
+        memory: MemoryBreakdown,
+    }
+    let mut busy = Vec::with_capacity(config.degrees.devices());
+    for (s, stage) in config.stages.iter().enumerate() {
+        let reduce = cost.group_link(&grid.stage_devices(s));
+        for r in 0..dp {
+            for c in 0..cp {
+                let place = Place {
+                    cell: grid.cell(r, s, c),
+                    degrees: config.degrees,
+                    layers: stage.layer_count(),
+                    micro,
+                    reduce,
+                };
+                let share = config.node_shares[place.cell.device];
+                busy.push(Busy {
+                    device: place.cell.device,
+                    micro_batch: cost.micro_batch_time(&place, share),
+                    post: cost.post_time(&place),
+                    memory: cost.memory(&place, share),
+                });
+            }
+        }
+    }
+    let slowest = busy
+        .iter()
+        .map(|b| b.micro_batch.total())
+        .fold(0.0, f64::max);
+    let m = micro.count as f64;
+    let pipeline = (m + pp as f64 - 1.0) * slowest;
+    let mut devices: Vec<DevicePrediction> = cluster
+        .devices
+        .iter()
+        .map(|d| DevicePrediction {
+            name: d.name.clone(),
+            memory_bytes: d.memory_bytes,
+            step_seconds: 0.0,
+            peak_bytes: 0,
+            time: TimeBreakdown::default(),
+            memory: MemoryBreakdown::default(),
+        })
+        .collect();
+    for b in busy {
+        let (grad_allreduce, optimizer) = b.post;
+        let time = TimeBreakdown {
+            pipeline_wait: pipeline - m * b.micro_batch.total(),
+            grad_allreduce,
+            optimizer,
+            ..b.micro_batch.scaled(m)
+        };
+        let device = &mut devices[b.device];
+        device.step_seconds = time.total();
+        device.peak_bytes = b.memory.total().ceil() as u64;
+        device.time = time;
+        device.memory = b.memory;
+    }
+    let step_seconds = devices.iter().map(|d| d.step_seconds).fold(0.0, f64::max);
+    Prediction {
+        step_seconds,
+        devices,
+    }
+}
+
+/// How a replica's sequences are split into micro-batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Micro {
+    /// Micro-batches per step.
+    pub count: usize,
+    /// Sequences per micro-batch (the last one may hold fewer; it is charged in full).
+    pub size: usize,
+}
+
+impl Micro {
+    /// `count` micro-batches over the `⌈num_sequences / dp⌉` sequences of a replica.
+    pub fn new(count: usize, model: &ModelSpec, dp: usize) -> Self {
+        let per_replica = model.num_sequences.div_ceil(dp);
+        Micro {
+            count,
+            size: per_replica.div_ceil(count),
+        }
+    }
+}
+
+/// Bandwidth and latency of a collective over a group: the slowest link between any two
+/// members bounds every step of a ring over them, whatever its order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct GroupLink {
+    pub members: usize,
+    pub bandwidth: f64,
+    pub latency: f64,
+}
+
+/// One device's place in a configuration, as far as its own costs depend on it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Place {
+    pub cell: Cell,
+    pub degrees: Degrees,
+    /// Transformer layers of its stage.
+    pub layers: usize,
+    pub micro: Micro,
+    /// The gradient all-reduce group of its stage.
+    pub reduce: GroupLink,
+}
+
+impl Place {
+    /// Whether the device runs the embedding layers.
+    fn first_stage(&self) -> bool {
+        self.cell.stage == 0
+    }
+
+    /// Whether the device runs the classification head.
+    fn last_stage(&self) -> bool {
+        self.cell.stage + 1 == self.degrees.pp
+    }
+}
+
+/// A cluster and model with the link between every pair looked up once.
+pub(crate) struct CostModel<'a> {
+    pub cluster: &'a ClusterSpec,
+    pub model: &'a ModelSpec,
+    links: Vec<Link>,
+}
+
+impl<'a> CostModel<'a> {
+    pub fn new(cluster: &'a ClusterSpec, model: &'a ModelSpec) -> Self {
+        CostModel {
+            cluster,
+            model,
+            links: cluster.link_matrix(),
+        }
+    }
+
+    /// The link between devices `a` and `b`.
+    pub fn link(&self, a: usize, b: usize) -> Link {
+        self.links[a * self.cluster.devices.len() + b]
+    }
+
+    /// The collective link of a group of devices.
+    pub fn group_link(&self, devices: &[usize]) -> GroupLink {
+        let mut group = GroupLink {
+            members: devices.len(),
+            bandwidth: f64::INFINITY,
+            latency: 0.0,
+        };
+        for (i, &a) in devices.iter().enumerate() {
+            for &b in &devices[i + 1..] {
+                let link = self.link(a, b);
+                group.bandwidth = group.bandwidth.min(link.bandwidth);
+                group.latency = group.latency.max(link.latency);
+            }
+        }
+        group
+    }
+
+    /// Parameters held by a device of the place's stage.
+    fn stage_params(&self, place: &Place) -> f64 {
+        let model = self.model;
+        let mut params = place.layers as f64 * model.layer_params();
+        if place.first_stage() {
+            params += model.embedding_params();
+        }
+        if place.last_stage() {
+            params += model.head_params();
+        }
+        params
+    }
+
+    /// Forward and backward of one micro-batch on the place's device with node share
+    /// `share`; the pipeline, all-reduce and optimizer terms are zero.
+    pub fn micro_batch_time(&self, place: &Place, share: f64) -> TimeBreakdown {
+        let model = self.model;
+        let device = &self.cluster.devices[place.cell.device];
+        let run =
+            |flops: f64, bytes: f64| PASSES * (flops / device.flops + bytes / device.mem_bandwidth);
+        let seq = model.seq_len as f64;
+        let rows = share * seq;
+        let seqs = place.micro.size as f64;
+        let b = model.bytes_per_element as f64;
+        let h = model.hidden as f64;
+        let f = model.ffn_hidden as f64;
+        let layers = place.layers as f64;
+        let attention_flops = seqs * rows * (8.0 * h * h + 4.0 * seq * h);
+        let attention_bytes =
+            b * 4.0 * h * h + seqs * (b * rows * 8.0 * h + b * 2.0 * seq * h + rows * seq);
+        let ffn_flops = seqs * rows * 4.0 * h * f;
+        let ffn_bytes = b * 2.0 * h * f + seqs * b * rows * (4.0 * h + 2.0 * f);
+        let embedding = if place.first_stage() {
+            let fe = model.features as f64;
+            run(
+                seqs * rows * 2.0 * fe * h,
+                b * fe * h + seqs * b * rows * (fe + 3.0 * h),
+            )
+        } else {
+            0.0
+        };
+        let head = if place.last_stage() {
+            let c = model.classes as f64;
+            run(
+                seqs * rows * 2.0 * h * c,
+                b * h * c + seqs * b * rows * (2.0 * h + 2.0 * c),
+            )
+        } else {
+            0.0
+        };
+        let ring_exchange = place.cell.ring_from.map_or(0.0, |from| {
+            let link = self.link(from, place.cell.device);
+            let messages = (place.degrees.cp - 1) as f64;
+            let bytes = seqs * (1.0 - share) * seq * 2.0 * h * b;
+            layers * PASSES * (messages * link.latency + bytes / link.bandwidth)
+        });
+        let stage_transfer = [place.cell.prev, place.cell.next]
+            .into_iter()
+            .flatten()
+            .map(|other| {
+                let link = self.link(other, place.cell.device);
+                2.0 * (link.latency + seqs * rows * h * b / link.bandwidth)
+            })
+            .fold(0.0, |sum, t| sum + t);
+        TimeBreakdown {
+            attention: layers * run(attention_flops, attention_bytes),
+            ffn: layers * run(ffn_flops, ffn_bytes),
+            embedding,
+            head,
+            ring_exchange,
+            stage_transfer,
+            ..TimeBreakdown::default()
+        }
+    }
+
+    /// Gradient all-reduce (ring over the stage's group) and optimizer step, seconds.
+    pub fn post_time(&self, place: &Place) -> (f64, f64) {
+        let device = &self.cluster.devices[place.cell.device];
+        let params = self.stage_params(place);
+        let bytes = params * self.model.bytes_per_element as f64;
+        let group = place.reduce;
+        let allreduce = if group.members > 1 {
+            let k = group.members as f64;
+            2.0 * (k - 1.0) * group.latency + 2.0 * (k - 1.0) / k * bytes / group.bandwidth
+        } else {
+            0.0
+        };
+        let optimizer =
+            params * ADAM_FLOPS / device.flops + ADAM_TRAFFIC * bytes / device.mem_bandwidth;
+        (allreduce, optimizer)
+    }
+
+    /// Peak memory of the place's device with node share `share`.
+    pub fn memory(&self, place: &Place, share: f64) -> MemoryBreakdown {
+        let model = self.model;
+        let b = model.bytes_per_element as f64;
+        let params = self.stage_params(place) * b;
+        let seq = model.seq_len as f64;
+        let rows = share * seq;
+        let in_flight = place.micro.count.min(place.degrees.pp - place.cell.stage) as f64;
+        let sequences = in_flight * place.micro.size as f64;
+        let (h, f) = (model.hidden as f64, model.ffn_hidden as f64);
+        // Saved per node and layer: block input, LN1 output, Q, K, V, attention output,
+        // residual sum, LN2 output (8·hidden), FFN pre- and post-activation (2·ffn_hidden),
+        // and the log-sum-exp of each head.
+        let mut per_node =
+            place.layers as f64 * (b * (8.0 * h + 2.0 * f) + LSE_BYTES * model.heads as f64);
+        if place.first_stage() {
+            per_node += b * model.features as f64 + DEGREE_INDEX_BYTES;
+        }
+        if place.last_stage() {
+            per_node += b * (2.0 * h + model.classes as f64);
+        }
+        MemoryBreakdown {
+            parameters: params,
+            gradients: params,
+            optimizer_state: 2.0 * params,
+            activations: sequences * rows * per_node,
+            distance_buckets: sequences * rows * seq,
+        }
+    }
+
+    /// FLOPs of one sequence's forward and backward through the whole model: a lower bound
+    /// on the time of any device set is these over its summed FLOP/s.
+    pub fn sequence_flops(&self) -> f64 {
+        let model = self.model;
+        let seq = model.seq_len as f64;
+        let h = model.hidden as f64;
+        let layer = 8.0 * h * h + 4.0 * seq * h + 4.0 * h * model.ffn_hidden as f64;
+        let ends = 2.0 * h * (model.features + model.classes) as f64;
+        PASSES * seq * (model.layers as f64 * layer + ends)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::PairLink;
+    use crate::baseline::uniform_config;
+    use crate::enumerate::all_degrees;
+    use crate::testing::{arb_cluster, arb_model, cluster, device, model};
+
+    #[test]
+    fn attention_counts_two_flops_per_multiply_add_and_a_double_backward() {
+        // Infinite memory bandwidth leaves only the FLOP term.
+        let spec = cluster(
+            vec![device("d", 1e12, 1e13, f64::INFINITY)],
+            (1e9, 0.0),
+            vec![],
+        );
+        let model = model(3, 1024, 1);
+        let config = uniform_config(
+            1,
+            &model,
+            Degrees {
+                dp: 1,
+                pp: 1,
+                cp: 1,
+            },
+            1,
+        );
+        let prediction = predict(&spec, &model, &config);
+        let (s, h, f) = (1024.0, 64.0, 256.0);
+        // Q/K/V and output projections 2·S·4h², scores and weighted sum 2·2·S²·h.
+        let attention = 3.0 * 3.0 * (2.0 * s * 4.0 * h * h + 4.0 * s * s * h) / 1e13;
+        let ffn = 3.0 * 3.0 * (2.0 * 2.0 * s * h * f) / 1e13;
+        let time = &prediction.devices[0].time;
+        assert!((time.attention / attention - 1.0).abs() < 1e-12);
+        assert!((time.ffn / ffn - 1.0).abs() < 1e-12);
+        assert_eq!(time.ring_exchange, 0.0);
+        assert_eq!(prediction.step_seconds, time.total());
+    }
+
+    #[test]
+    fn ring_exchange_uses_the_pair_link() {
+        let slow = PairLink {
+            a: 0,
+            b: 1,
+            bandwidth: 1e8,
+            latency: 1e-3,
+        };
+        let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
+        let spec = cluster(devices, (1e11, 0.0), vec![slow]);
+        let model = model(2, 2048, 1);
+        let config = uniform_config(
+            2,
+            &model,
+            Degrees {
+                dp: 1,
+                pp: 1,
+                cp: 2,
+            },
+            1,
+        );
+        let prediction = predict(&spec, &model, &config);
+        // Per layer, forward and backward: three rounds of one message with the other
+        // half of the K/V rows, 2·h elements each.
+        let bytes = 0.5 * 2048.0 * 2.0 * 64.0 * 4.0;
+        let expected = 2.0 * 3.0 * (1e-3 + bytes / 1e8);
+        let ring = prediction.devices[0].time.ring_exchange;
+        assert!(
+            (ring / expected - 1.0).abs() < 1e-12,
+            "{ring} vs {expected}"
+        );
+    }
+
+    #[test]
+    fn one_f_one_b_step_is_paced_by_the_slowest_stage() {
+        let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
+        let spec = cluster(devices, (1e10, 1e-5), vec![]);
+        let model = model(4, 512, 8);
+        let config = uniform_config(
+            2,
+            &model,
+            Degrees {
+                dp: 1,
+                pp: 2,
+                cp: 1,
+            },
+            4,
+        );
+        let prediction = predict(&spec, &model, &config);
+        let cost = CostModel::new(&spec, &model);
+        let grid = Grid::of(&config);
+        let micro = Micro::new(4, &model, 1);
+        let slowest = (0..2)
+            .map(|s| {
+                let place = Place {
+                    cell: grid.cell(0, s, 0),
+                    degrees: config.degrees,
+                    layers: 2,
+                    micro,
+                    reduce: cost.group_link(&[s]),
+                };
+                cost.micro_batch_time(&place, 1.0).total()
+            })
+            .fold(0.0, f64::max);
+        for device in &prediction.devices {
+            let t = &device.time;
+            let expected = (4.0 + 1.0) * slowest + t.grad_allreduce + t.optimizer;
+            assert!((device.step_seconds / expected - 1.0).abs() < 1e-12);
+        }
+        // Stage 0 keeps two micro-batches in flight, stage 1 one.
+        let (first, last) = (&prediction.devices[0].memory, &prediction.devices[1].memory);
+        assert!((first.distance_buckets / last.distance_buckets - 2.0).abs() < 1e-12);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn memory_grows_with_sequence_length(
+            cluster in arb_cluster(6),
+            model in arb_model(),
+            pick in any::<prop::sample::Index>(),
+            longer in 1usize..4096,
+            micro_batches in 1usize..4,
+        ) {
+            let degrees = all_degrees(cluster.devices.len(), &model);
+            let degrees = degrees[pick.index(degrees.len())];
+            let micro_batches = micro_batches.min(model.num_sequences.div_ceil(degrees.dp));
+            let config = uniform_config(cluster.devices.len(), &model, degrees, micro_batches);
+            let long = ModelSpec { seq_len: model.seq_len + longer, ..model.clone() };
+            let short = predict(&cluster, &model, &config);
+            let long = predict(&cluster, &long, &config);
+            for (s, l) in short.devices.iter().zip(&long.devices) {
+                prop_assert!(l.peak_bytes >= s.peak_bytes, "{} < {}", l.peak_bytes, s.peak_bytes);
+            }
+            prop_assert!(long.step_seconds >= short.step_seconds);
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! MegaGraph planner: cluster and model specs, cost model, search.
+//!
+//! Profile → Model → Search: a [`ClusterSpec`] (measured devices and links) and a
+//! [`ModelSpec`] (the Graph Transformer and its sequences) go in; [`predict`] gives the
+//! per-device step time and peak memory of a [`ParallelConfig`] term by term; [`search()`]
+//! finds the configuration of least predicted step time that fits every device, and
+//! returns it as a [`Plan`] with the pure-DP, uniform-PP and uniform-CP baselines.
+//! [`exhaustive_search`] is the brute-force oracle the search is tested against.
+
+#![warn(missing_docs)]
+
+mod balance;
+mod baseline;
+mod best;
+mod cluster;
+mod config;
+mod cost;
+mod enumerate;
+mod error;
+mod explain;
+mod grid;
+mod json;
+mod model;
+mod plan;
+mod search;
+mod split;
+mod stage;
+#[cfg(test)]
+mod testing;
+
+pub use baseline::{Baseline, Baselines};
+pub use cluster::{ClusterSpec, DeviceSpec, Link, PairLink, load_cluster};
+pub use config::{Degrees, ParallelConfig, Stage};
+pub use cost::{DevicePrediction, MemoryBreakdown, Prediction, TimeBreakdown, predict};
+pub use error::PlannerError;
+pub use model::{DEGREE_BUCKETS, MAX_DISTANCE_LIMIT, ModelSpec, load_model};
+pub use plan::Plan;
+pub use search::{exhaustive_search, search, search_fixed};
+
+/// The `schema_version` of every document this planner reads and writes.
+pub const SCHEMA_VERSION: u64 = 1;

@@ -1,0 +1,304 @@
+//! A plan: the configuration found, its predicted figures and the baselines; its JSON form.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::predict;
+use crate::{
+    Baselines, ClusterSpec, Degrees, DevicePrediction, ModelSpec, ParallelConfig, PlannerError,
+    Prediction, SCHEMA_VERSION, Stage, json,
+};
+
+/// The configuration a search found, what it is predicted to do, and the baselines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "PlanFile", try_from = "PlanFile")]
+pub struct Plan {
+    /// The configuration.
+    pub config: ParallelConfig,
+    /// Its predicted figures.
+    pub prediction: Prediction,
+    /// Pure DP, uniform PP and uniform CP on the same cluster and model.
+    pub baselines: Baselines,
+}
+
+impl Plan {
+    /// The plan of `config` (valid for this cluster and model) with prediction and baselines.
+    pub(crate) fn new(cluster: &ClusterSpec, model: &ModelSpec, config: ParallelConfig) -> Self {
+        Plan {
+            prediction: predict(cluster, model, &config),
+            baselines: Baselines::of(cluster, model),
+            config,
+        }
+    }
+
+    /// Reads and validates a plan file (as written by [`Plan::to_json`]); errors name the file.
+    pub fn load(path: &Path) -> Result<Plan, PlannerError> {
+        json::load(path, Plan::from_json)
+    }
+
+    /// Parses and validates the text of a plan file.
+    pub fn from_json(text: &str) -> Result<Plan, PlannerError> {
+        Plan::try_from(json::parse::<PlanFile>(text, "plan")?)
+    }
+
+    /// The plan as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a plan always serializes")
+    }
+}
+
+/// A plan as written to JSON: the contract of `megagraph plan --json`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    schema_version: u64,
+    config: Degrees,
+    config_text: String,
+    stages: Vec<Stage>,
+    node_shares: Vec<f64>,
+    micro_batches: usize,
+    predicted_step_seconds: f64,
+    predicted_peak_bytes: Vec<u64>,
+    fits: bool,
+    devices: Vec<DevicePrediction>,
+    baselines: Baselines,
+}
+
+impl From<Plan> for PlanFile {
+    fn from(plan: Plan) -> Self {
+        let Plan {
+            config,
+            prediction,
+            baselines,
+        } = plan;
+        PlanFile {
+            schema_version: SCHEMA_VERSION,
+            config: config.degrees,
+            config_text: config.degrees.to_string(),
+            stages: config.stages,
+            node_shares: config.node_shares,
+            micro_batches: config.micro_batches,
+            predicted_step_seconds: prediction.step_seconds,
+            predicted_peak_bytes: prediction.peak_bytes(),
+            fits: prediction.fits(),
+            devices: prediction.devices,
+            baselines,
+        }
+    }
+}
+
+impl TryFrom<PlanFile> for Plan {
+    type Error = PlannerError;
+
+    fn try_from(file: PlanFile) -> Result<Self, Self::Error> {
+        json::check_version(file.schema_version, "plan")?;
+        file.config.check_text(&file.config_text)?;
+        let config = ParallelConfig {
+            degrees: file.config,
+            stages: file.stages,
+            node_shares: file.node_shares,
+            micro_batches: file.micro_batches,
+        };
+        config.check_shape()?;
+        let count = config.node_shares.len();
+        let bad = |message: String| Err(PlannerError::Config(message));
+        if file.devices.len() != count || file.predicted_peak_bytes.len() != count {
+            return bad(format!(
+                "node_shares has {count} entries but devices has {} and predicted_peak_bytes {}",
+                file.devices.len(),
+                file.predicted_peak_bytes.len()
+            ));
+        }
+        let prediction = Prediction {
+            step_seconds: file.predicted_step_seconds,
+            devices: file.devices,
+        };
+        if prediction.peak_bytes() != file.predicted_peak_bytes {
+            return bad("predicted_peak_bytes disagrees with the devices' peak_bytes".to_string());
+        }
+        if prediction.fits() != file.fits {
+            return bad(format!(
+                "fits is {} but the devices' figures say {}",
+                file.fits,
+                prediction.fits()
+            ));
+        }
+        for (name, baseline) in file.baselines.named() {
+            if baseline.peak_bytes.len() != count {
+                return bad(format!(
+                    "baseline {name} has {} peaks for {count} devices",
+                    baseline.peak_bytes.len()
+                ));
+            }
+        }
+        Ok(Plan {
+            config,
+            prediction,
+            baselines: file.baselines,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search;
+    use crate::testing::{cluster, device, model};
+
+    fn plan() -> Result<Plan, PlannerError> {
+        let devices = vec![
+            device("fast", 4e9, 4e13, 1e12),
+            device("slow", 4e9, 2e13, 5e11),
+            device("small", 5e8, 2e13, 5e11),
+        ];
+        search(&cluster(devices, (2e10, 1e-5), vec![]), &model(4, 4096, 6))
+    }
+
+    /// The plan's JSON with the value at `pointer` set to `value` (added if absent).
+    fn edited(plan: &Plan, pointer: &str, value: serde_json::Value) -> String {
+        let mut json = serde_json::to_value(plan).expect("serializes");
+        match json.pointer_mut(pointer) {
+            Some(slot) => *slot = value,
+            None => {
+                json[pointer.trim_start_matches('/')] = value;
+            }
+        }
+        json.to_string()
+    }
+
+    /// Whether two JSON values are equal, numbers within `1e-12` relative (serde_json's
+    /// default parser may be one ulp off).
+    fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                let (x, y) = (
+                    x.as_f64().unwrap_or(f64::NAN),
+                    y.as_f64().unwrap_or(f64::NAN),
+                );
+                x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs())
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+            }
+            _ => a == b,
+        }
+    }
+
+    #[test]
+    fn json_round_trips() -> Result<(), PlannerError> {
+        let plan = plan()?;
+        let again = Plan::from_json(&plan.to_json())?;
+        assert_eq!(again.config.stages, plan.config.stages);
+        assert_eq!(again.config.degrees, plan.config.degrees);
+        assert_eq!(again.prediction.peak_bytes(), plan.prediction.peak_bytes());
+        let value = |p: &Plan| serde_json::to_value(p).expect("serializes");
+        assert!(same(&value(&again), &value(&plan)));
+        let path = std::env::temp_dir().join(format!("megagraph-plan-{}.json", std::process::id()));
+        std::fs::write(&path, plan.to_json()).expect("temp file");
+        let loaded = Plan::load(&path);
+        std::fs::remove_file(&path).expect("temp file");
+        assert!(same(&value(&loaded?), &value(&plan)));
+        Ok(())
+    }
+
+    #[test]
+    fn json_has_the_contract_fields() -> Result<(), PlannerError> {
+        let plan = plan()?;
+        let value: serde_json::Value = serde_json::from_str(&plan.to_json()).expect("valid JSON");
+        assert_eq!(value["schema_version"], 1);
+        assert_eq!(value["config"]["dp"], plan.config.degrees.dp);
+        assert_eq!(value["config_text"], plan.config.degrees.to_string());
+        assert_eq!(value["stages"][0]["layers"][0], 0);
+        assert!(value["stages"][0]["devices"].is_array());
+        assert_eq!(value["node_shares"].as_array().map(Vec::len), Some(3));
+        assert_eq!(value["micro_batches"], plan.config.micro_batches);
+        assert!(value["predicted_step_seconds"].is_f64());
+        assert_eq!(
+            value["predicted_peak_bytes"].as_array().map(Vec::len),
+            Some(3)
+        );
+        assert_eq!(value["fits"], true);
+        for baseline in ["pure_dp", "uniform_pp", "uniform_cp"] {
+            let b = &value["baselines"][baseline];
+            for key in [
+                "config",
+                "config_text",
+                "micro_batches",
+                "predicted_step_seconds",
+                "predicted_peak_bytes",
+                "fits",
+            ] {
+                assert!(!b[key].is_null(), "baselines.{baseline}.{key}");
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn inconsistent_plans_are_rejected_with_one_line() -> Result<(), PlannerError> {
+        let plan = plan()?;
+        use serde_json::json;
+        let cases = [
+            (
+                "/schema_version",
+                json!(2),
+                "plan: schema_version 2 is not supported (expected 1)",
+            ),
+            (
+                "/config_text",
+                json!("dp9-pp9-cp9"),
+                "does not match config",
+            ),
+            ("/node_shares/0", json!(7), "not in [0, 1]"),
+            (
+                "/micro_batches",
+                json!(0),
+                "micro_batches must be >= 1, got 0",
+            ),
+            (
+                "/fits",
+                json!(false),
+                "fits is false but the devices' figures say true",
+            ),
+            (
+                "/predicted_peak_bytes/0",
+                json!(1),
+                "predicted_peak_bytes disagrees",
+            ),
+            ("/extra", json!(1), "plan: unknown field `extra`"),
+        ];
+        for (pointer, value, expected) in cases {
+            let message = Plan::from_json(&edited(&plan, pointer, value))
+                .unwrap_err()
+                .to_string();
+            assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+            assert_eq!(message.lines().count(), 1);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn explain_and_table_describe_every_device_and_baseline() -> Result<(), PlannerError> {
+        let plan = plan()?;
+        let explain = plan.explain();
+        assert!(explain.starts_with(&format!("plan {}", plan.config.degrees)));
+        for (d, device) in plan.prediction.devices.iter().enumerate() {
+            assert!(
+                explain.contains(&format!("device {d} {:?}", device.name)),
+                "{explain}"
+            );
+        }
+        assert!(explain.contains("memory: "));
+        let table = plan.table();
+        assert_eq!(table.lines().count(), 5, "{table}");
+        for name in ["plan", "pure DP", "uniform PP", "uniform CP"] {
+            assert!(table.lines().any(|l| l.starts_with(name)), "{table}");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,405 @@
+//! Search: the configuration of least predicted step time that fits every device's memory.
+//!
+//! For each choice of degrees (more devices first), each device grid up to symmetry (see
+//! `enumerate`) and each micro-batching, every stage is evaluated at every layer count with
+//! balanced node shares (`balance`), and layers are split by the exact parametric search of
+//! `split`. A grid and micro-batching whose step cannot beat the best found so far even
+//! with no communication or memory traffic (all FLOPs spread over the grid's summed
+//! FLOP/s) is skipped. [`exhaustive_search`] enumerates every ordered device choice, every
+//! split and every micro-batching and predicts each configuration in full; it is the test
+//! oracle.
+
+use crate::best::Best;
+use crate::cost::{CostModel, Micro, predict};
+use crate::enumerate::{
+    all_degrees, device_classes, every_grid, every_split, micro_batchings, search_grids,
+};
+use crate::grid::Grid;
+use crate::split::{StageTable, fastest_split, least_overflow_split};
+use crate::stage::Layout;
+use crate::{ClusterSpec, Degrees, ModelSpec, Plan, PlannerError};
+
+/// The plan of least predicted step time that fits every device, or the reason none fits.
+pub fn search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Plan, PlannerError> {
+    cluster.validate()?;
+    model.validate()?;
+    let cost = CostModel::new(cluster, model);
+    let classes = device_classes(&cost);
+    let mut best = Best::<Choice>::default();
+    for degrees in all_degrees(cluster.devices.len(), model) {
+        search_degrees(&cost, &classes, degrees, &mut best);
+    }
+    into_plan(best, &cost)
+}
+
+/// The best plan with the given degrees.
+pub fn search_fixed(
+    cluster: &ClusterSpec,
+    model: &ModelSpec,
+    degrees: Degrees,
+) -> Result<Plan, PlannerError> {
+    cluster.validate()?;
+    model.validate()?;
+    if !all_degrees(cluster.devices.len(), model).contains(&degrees) {
+        return Err(PlannerError::Degrees {
+            degrees: degrees.to_string(),
+            reason: format!(
+                "need degrees >= 1 with dp*pp*cp <= {} devices, dp <= {} sequences, pp <= {} layers, cp <= {} nodes",
+                cluster.devices.len(),
+                model.num_sequences,
+                model.layers,
+                model.seq_len
+            ),
+        });
+    }
+    let cost = CostModel::new(cluster, model);
+    let mut best = Best::<Choice>::default();
+    search_degrees(&cost, &device_classes(&cost), degrees, &mut best);
+    into_plan(best, &cost)
+}
+
+/// The same optimum as [`search`] by brute force: every ordered choice of devices for the
+/// grid, every split of layers, every micro-batching, shares balanced per stage, each
+/// configuration predicted in full. Exponential; for tests on small clusters.
+pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Plan, PlannerError> {
+    cluster.validate()?;
+    model.validate()?;
+    let cost = CostModel::new(cluster, model);
+    let mut best = Best::<Choice>::default();
+    for degrees in all_degrees(cluster.devices.len(), model) {
+        every_grid(cluster.devices.len(), degrees, |grid| {
+            let layout = Layout::new(&cost, grid);
+            for micro in micro_batchings(model, degrees.dp) {
+                every_split(model.layers, degrees.pp, |layers| {
+                    let config = layout.config(&cost, layers, micro);
+                    let prediction = predict(cluster, model, &config);
+                    best.offer(&prediction, || Choice {
+                        grid: layout.grid.clone(),
+                        micro,
+                        layers: layers.to_vec(),
+                    });
+                });
+            }
+        });
+    }
+    into_plan(best, &cost)
+}
+
+/// Evaluates every grid and micro-batching of `degrees` into `best`.
+fn search_degrees(
+    cost: &CostModel,
+    classes: &[Vec<usize>],
+    degrees: Degrees,
+    best: &mut Best<Choice>,
+) {
+    let Degrees { dp, pp, .. } = degrees;
+    let layers = cost.model.layers;
+    let most_per_stage = layers - pp + 1;
+    let sequence_flops = cost.sequence_flops();
+    for grid in search_grids(cost, classes, degrees) {
+        let layout = Layout::new(cost, grid);
+        let flops = layout.flops(cost);
+        for micro in micro_batchings(cost.model, dp) {
+            let factor = (micro.count + pp - 1) as f64;
+            let lower_bound = factor * (dp * micro.size) as f64 * sequence_flops / flops;
+            if best.fastest_step().is_some_and(|step| lower_bound > step) {
+                continue;
+            }
+            let tables: Vec<StageTable> = (0..pp)
+                .map(|s| {
+                    let stage = layout.stage_model(cost, s, micro);
+                    StageTable::new((1..=most_per_stage).map(|n| stage.eval(n)))
+                })
+                .collect();
+            let choice = |split: Vec<usize>| Choice {
+                grid: layout.grid.clone(),
+                micro,
+                layers: split,
+            };
+            match fastest_split(&tables, layers, factor) {
+                Some(split) => best.offer_fitting(split.value, || choice(split.layers)),
+                None if best.fastest_step().is_none() => {
+                    let split = least_overflow_split(&tables, layers);
+                    best.offer_overflowing(split.value, || choice(split.layers));
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+/// A configuration in the making: grid, micro-batching, layers per stage.
+struct Choice {
+    grid: Grid,
+    micro: Micro,
+    layers: Vec<usize>,
+}
+
+/// The plan of the fastest fitting choice, or an error naming the least overflow.
+fn into_plan(best: Best<Choice>, cost: &CostModel) -> Result<Plan, PlannerError> {
+    let config = |c: Choice| Layout::new(cost, c.grid).config(cost, &c.layers, c.micro);
+    match best
+        .into_result()
+        .expect("the search space always holds dp1-pp1-cp1")
+    {
+        Ok(choice) => Ok(Plan::new(cost.cluster, cost.model, config(choice))),
+        Err(choice) => {
+            let prediction = predict(cost.cluster, cost.model, &config(choice));
+            Err(prediction.nothing_fits())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::testing::{arb_cluster, arb_model, cluster, device, model};
+
+    fn relative_gap(a: f64, b: f64) -> f64 {
+        (a - b).abs() / a.abs().max(b.abs())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        #[test]
+        fn search_matches_the_exhaustive_optimum(cluster in arb_cluster(6), model in arb_model()) {
+            match (search(&cluster, &model), exhaustive_search(&cluster, &model)) {
+                (Ok(fast), Ok(oracle)) => {
+                    let (a, b) = (fast.prediction.step_seconds, oracle.prediction.step_seconds);
+                    prop_assert!(relative_gap(a, b) <= 1e-9, "search {a} vs exhaustive {b}");
+                    prop_assert!(fast.prediction.fits());
+                }
+                (Err(PlannerError::NothingFits { .. }), Err(PlannerError::NothingFits { .. })) => {}
+                (a, b) => prop_assert!(
+                    false,
+                    "search {:?} vs exhaustive {:?}",
+                    a.map(|p| p.prediction.step_seconds),
+                    b.map(|p| p.prediction.step_seconds)
+                ),
+            }
+        }
+
+        #[test]
+        fn degrees_multiply_to_the_devices_used(cluster in arb_cluster(6), model in arb_model()) {
+            if let Ok(plan) = search(&cluster, &model) {
+                plan.config.validate(&cluster, &model)?;
+                let mut used: Vec<usize> = plan.config.stages.iter()
+                    .flat_map(|s| s.devices.iter().flatten().copied())
+                    .collect();
+                used.sort_unstable();
+                used.dedup();
+                prop_assert_eq!(used.len(), plan.config.degrees.devices());
+                prop_assert!(used.len() <= cluster.devices.len());
+            }
+        }
+
+        #[test]
+        fn more_memory_never_makes_the_optimum_worse(
+            cluster in arb_cluster(5),
+            model in arb_model(),
+            growth in prop::collection::vec(1.0f64..4.0, 5),
+        ) {
+            let mut roomier = cluster.clone();
+            for (d, g) in roomier.devices.iter_mut().zip(&growth) {
+                d.memory_bytes *= g;
+            }
+            if let Ok(plan) = search(&cluster, &model) {
+                let better = search(&roomier, &model)?;
+                let (before, after) = (plan.prediction.step_seconds, better.prediction.step_seconds);
+                prop_assert!(after <= before * (1.0 + 1e-9), "{after} > {before}");
+            }
+        }
+    }
+
+    /// Two devices, `speed` times apart in FLOP/s and memory bandwidth, on a fast link.
+    fn pair(speed: f64, memory: [f64; 2]) -> crate::ClusterSpec {
+        cluster(
+            vec![
+                device("fast", memory[0], speed * 2e13, speed * 1e12),
+                device("slow", memory[1], 2e13, 1e12),
+            ],
+            (3e11, 5e-6),
+            vec![],
+        )
+    }
+
+    #[test]
+    fn cp_shares_follow_a_two_to_one_speed_ratio() -> Result<(), PlannerError> {
+        let plan = search_fixed(
+            &pair(2.0, [8e10; 2]),
+            &model(4, 16384, 2),
+            "dp1-pp1-cp2".parse()?,
+        )?;
+        let shares = &plan.config.node_shares;
+        let ratio = shares[0] / shares[1];
+        assert!((ratio / 2.0 - 1.0).abs() <= 0.05, "shares {shares:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn pp_layers_follow_a_three_to_one_speed_ratio() -> Result<(), PlannerError> {
+        let model = crate::ModelSpec {
+            features: 8,
+            ..model(8, 4096, 16)
+        };
+        let plan = search_fixed(&pair(3.0, [8e10; 2]), &model, "dp1-pp2-cp1".parse()?)?;
+        let on_fast: usize = plan
+            .config
+            .stages
+            .iter()
+            .filter(|s| s.devices[0][0] == 0)
+            .map(|s| s.layer_count())
+            .sum();
+        assert!(
+            on_fast.abs_diff(6) <= 1,
+            "fast device has {on_fast} of 8 layers"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_small_device_gets_a_smaller_share_instead_of_running_out() -> Result<(), PlannerError> {
+        let model = model(4, 16384, 1);
+        let roomy = pair(1.0, [8e10; 2]);
+        let even = search_fixed(&roomy, &model, "dp1-pp1-cp2".parse()?)?;
+        let half_peak = even.prediction.devices[1].peak_bytes as f64;
+        // Device 1 gets 80% of the memory an even split needs.
+        let tight = pair(1.0, [8e10, 0.8 * half_peak]);
+        let plan = search_fixed(&tight, &model, "dp1-pp1-cp2".parse()?)?;
+        assert!(!plan.baselines.uniform_cp.fits);
+        assert!(plan.prediction.fits());
+        let shares = &plan.config.node_shares;
+        assert!(shares[1] < 0.5 && shares[1] > 0.3, "shares {shares:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn nothing_fitting_names_the_best_overflow() {
+        let small = cluster(
+            vec![device("rtx3060", 1e6, 1e13, 3.6e11)],
+            (1e10, 1e-5),
+            vec![],
+        );
+        let message = search(&small, &model(2, 4096, 1)).unwrap_err().to_string();
+        assert!(
+            message.starts_with("no configuration fits: the best needs ")
+                && message.ends_with(" GiB on device 0 (\"rtx3060\", 0.0 GiB)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn fixed_degrees_must_be_usable() {
+        let message = search_fixed(
+            &pair(1.0, [8e10; 2]),
+            &model(2, 64, 1),
+            Degrees {
+                dp: 2,
+                pp: 1,
+                cp: 1,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            message,
+            "dp2-pp1-cp1: need degrees >= 1 with dp*pp*cp <= 2 devices, dp <= 1 sequences, pp <= 2 layers, cp <= 64 nodes"
+        );
+    }
+
+    #[test]
+    fn large_clusters_use_structured_grids_and_beat_the_baselines() -> Result<(), PlannerError> {
+        // Three nodes of four devices, fast links inside a node: too many grids to enumerate.
+        let mut devices = Vec::new();
+        let mut links = Vec::new();
+        for node in 0..3 {
+            for _ in 0..4 {
+                devices.push(device("gpu", 4e10, (1 + node) as f64 * 2e13, 1e12));
+            }
+            for a in 0..4 {
+                for b in a + 1..4 {
+                    links.push(crate::PairLink {
+                        a: node * 4 + a,
+                        b: node * 4 + b,
+                        bandwidth: 2e11,
+                        latency: 5e-6,
+                    });
+                }
+            }
+        }
+        let cluster = cluster(devices, (2.5e10, 2e-5), links);
+        let model = model(12, 16384, 12);
+        let plan = search(&cluster, &model)?;
+        plan.config.validate(&cluster, &model)?;
+        for (name, baseline) in plan.baselines.named() {
+            if baseline.fits {
+                assert!(
+                    plan.prediction.step_seconds <= baseline.step_seconds,
+                    "{name}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A file of the repository's `examples/` directory.
+    fn example(path: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples")
+            .join(path)
+    }
+
+    #[test]
+    fn every_example_loads() -> Result<(), PlannerError> {
+        for kind in ["clusters", "models"] {
+            for entry in std::fs::read_dir(example(kind)).expect("examples directory") {
+                let path = entry.expect("directory entry").path();
+                match kind {
+                    "clusters" => crate::load_cluster(&path).map(|_| ())?,
+                    _ => crate::load_model(&path).map(|_| ())?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_plan_fits_where_pure_dp_does_not_with_70_percent_less_memory() -> Result<(), PlannerError>
+    {
+        let cluster = crate::load_cluster(&example("clusters/dgx-a100-8x80gb.json"))?;
+        let model = crate::load_model(&example("models/ogbn-papers100m-gt.json"))?;
+        let plan = search(&cluster, &model)?;
+        let pure_dp = &plan.baselines.pure_dp;
+        assert!(!pure_dp.fits);
+        assert!(plan.prediction.fits());
+        let dp_peak = pure_dp.peak_bytes.iter().copied().max().unwrap_or(0) as f64;
+        let plan_peak = plan.prediction.max_peak_bytes() as f64;
+        assert!(
+            plan_peak <= 0.3 * dp_peak,
+            "{plan_peak} vs pure DP {dp_peak}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn pipelining_wins_when_parameters_dominate_and_links_are_slow() -> Result<(), PlannerError> {
+        // A wide GT on short sequences over 10 GbE: gradients are too big to all-reduce and
+        // K/V blocks too big to ring, so the layers are split, unevenly.
+        let cluster = crate::load_cluster(&example("clusters/m2ultra-rtx3090.json"))?;
+        let model = crate::ModelSpec {
+            hidden: 2048,
+            heads: 16,
+            ffn_hidden: 8192,
+            ..model(24, 2048, 64)
+        };
+        let plan = search(&cluster, &model)?;
+        assert_eq!(plan.config.degrees, "dp1-pp2-cp1".parse()?);
+        let layers: Vec<usize> = plan.config.stages.iter().map(|s| s.layer_count()).collect();
+        assert_ne!(layers, vec![12, 12]);
+        assert!(plan.prediction.step_seconds < plan.baselines.uniform_pp.step_seconds);
+        Ok(())
+    }
+}

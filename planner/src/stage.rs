@@ -1,0 +1,186 @@
+//! One device grid under evaluation: a stage's balanced shares, time and memory fit for a
+//! given layer count and micro-batching, and the configuration they make.
+//!
+//! A stage's figures depend only on its devices and their neighbours in the grid, which
+//! stage it is (the first has the embedding, the last the head), how many layers it has and
+//! the micro-batching, never on the other stages' layer counts or shares; this is what lets
+//! the search split layers stage by stage.
+
+use crate::balance::{Affine, Balanced, Member, balance};
+use crate::cost::{CostModel, GroupLink, Micro, Place};
+use crate::grid::Grid;
+use crate::{Degrees, ParallelConfig};
+
+/// A grid with the all-reduce group link of each stage looked up once.
+pub(crate) struct Layout {
+    pub grid: Grid,
+    reduce: Vec<GroupLink>,
+}
+
+/// A stage with balanced shares in every replica.
+pub(crate) struct StageEval {
+    /// Forward and backward of one micro-batch on the stage's slowest device.
+    pub time: f64,
+    /// The stage's slowest gradient all-reduce plus optimizer step.
+    pub post: f64,
+    /// Whether every device of the stage fits its memory.
+    pub fits: bool,
+    /// The largest memory-to-capacity ratio in the stage.
+    pub overflow: f64,
+    /// Shares, `[replica · cp + shard]`.
+    pub shares: Vec<f64>,
+}
+
+/// `f(n, s) = a + b·n + c·s + d·n·s` for layer count `n` and share `s`: every cost term is
+/// affine in each (per-layer terms scale with `n`, per-node terms with `s`).
+#[derive(Debug, Clone, Copy)]
+struct Bilinear {
+    a: f64,
+    b: f64,
+    c: f64,
+    d: f64,
+}
+
+impl Bilinear {
+    /// The bilinear function through `f` at `n, s ∈ {0, 1}`.
+    fn fit(f: impl Fn(usize, f64) -> f64) -> Self {
+        let (f00, f10, f01, f11) = (f(0, 0.0), f(1, 0.0), f(0, 1.0), f(1, 1.0));
+        Bilinear {
+            a: f00,
+            b: f10 - f00,
+            c: f01 - f00,
+            d: f11 - f10 - f01 + f00,
+        }
+    }
+
+    /// The function of the share at `layers` layers.
+    fn at(&self, layers: usize) -> Affine {
+        let n = layers as f64;
+        Affine {
+            at_zero: self.a + self.b * n,
+            slope: self.c + self.d * n,
+        }
+    }
+}
+
+/// One device of a stage as a function of the stage's layer count and its share.
+struct CellModel {
+    /// Forward and backward of one micro-batch.
+    time: Bilinear,
+    /// Peak memory.
+    memory: Bilinear,
+    /// All-reduce plus optimizer with no layers, and per layer.
+    post: (f64, f64),
+    capacity: f64,
+}
+
+/// One stage's devices as functions of the stage's layer count, for one micro-batching.
+pub(crate) struct StageModel {
+    /// `[replica · cp + shard]`.
+    cells: Vec<CellModel>,
+    cp: usize,
+}
+
+impl StageModel {
+    /// The stage with `layers` layers, shares balanced per replica.
+    pub fn eval(&self, layers: usize) -> StageEval {
+        let mut eval = StageEval {
+            time: 0.0,
+            post: 0.0,
+            fits: true,
+            overflow: 0.0,
+            shares: Vec::with_capacity(self.cells.len()),
+        };
+        let n = layers as f64;
+        let mut members = Vec::with_capacity(self.cp);
+        for replica in self.cells.chunks(self.cp) {
+            members.clear();
+            for cell in replica {
+                eval.post = eval.post.max(cell.post.0 + cell.post.1 * n);
+                members.push(Member {
+                    time: cell.time.at(layers),
+                    memory: cell.memory.at(layers),
+                    capacity: cell.capacity,
+                });
+            }
+            let Balanced {
+                shares,
+                time,
+                fits,
+                overflow,
+            } = balance(&members);
+            eval.time = eval.time.max(time);
+            eval.fits &= fits;
+            eval.overflow = eval.overflow.max(overflow);
+            eval.shares.extend(shares);
+        }
+        eval
+    }
+}
+
+impl Layout {
+    pub fn new(cost: &CostModel, grid: Grid) -> Self {
+        let reduce = (0..grid.degrees.pp)
+            .map(|s| cost.group_link(&grid.stage_devices(s)))
+            .collect();
+        Layout { grid, reduce }
+    }
+
+    /// Summed FLOP/s of the grid's devices.
+    pub fn flops(&self, cost: &CostModel) -> f64 {
+        self.grid
+            .cells
+            .iter()
+            .map(|&d| cost.cluster.devices[d].flops)
+            .sum()
+    }
+
+    /// Stage `stage` under `micro` as a function of its layer count.
+    pub fn stage_model(&self, cost: &CostModel, stage: usize, micro: Micro) -> StageModel {
+        let Degrees { dp, cp, .. } = self.grid.degrees;
+        let mut cells = Vec::with_capacity(dp * cp);
+        for r in 0..dp {
+            for c in 0..cp {
+                let place = |layers| Place {
+                    cell: self.grid.cell(r, stage, c),
+                    degrees: self.grid.degrees,
+                    layers,
+                    micro,
+                    reduce: self.reduce[stage],
+                };
+                let post = |layers| {
+                    let (allreduce, optimizer) = cost.post_time(&place(layers));
+                    allreduce + optimizer
+                };
+                let device = self.grid.at(r, stage, c);
+                cells.push(CellModel {
+                    time: Bilinear::fit(|n, s| cost.micro_batch_time(&place(n), s).total()),
+                    memory: Bilinear::fit(|n, s| cost.memory(&place(n), s).total()),
+                    post: (post(0), post(1) - post(0)),
+                    capacity: cost.cluster.devices[device].memory_bytes,
+                });
+            }
+        }
+        StageModel { cells, cp }
+    }
+
+    /// The configuration with `layers[s]` layers in stage `s`, balanced shares and `micro`.
+    pub fn config(&self, cost: &CostModel, layers: &[usize], micro: Micro) -> ParallelConfig {
+        let Degrees { dp, cp, .. } = self.grid.degrees;
+        let mut node_shares = vec![0.0; cost.cluster.devices.len()];
+        for (s, &count) in layers.iter().enumerate() {
+            let eval = self.stage_model(cost, s, micro).eval(count);
+            for r in 0..dp {
+                for c in 0..cp {
+                    node_shares[self.grid.at(r, s, c)] = eval.shares[r * cp + c];
+                }
+            }
+        }
+        ParallelConfig {
+            degrees: self.grid.degrees,
+            stages: self.grid.stages(layers),
+            node_shares,
+            micro_batches: micro.count,
+        }
+    }
+}
