@@ -1,1 +1,9 @@
-//! Integration tests: one binary.
+//! Integration tests: one binary (the `integration` test of `megagraph-cli`).
+//!
+//! Tests that need a wgpu adapter skip loudly without one, or fail when
+//! `MEGAGRAPH_REQUIRE_ADAPTER=1` (as CI sets it).
+
+mod cli_errors;
+mod cli_train;
+mod common;
+mod model_backends;

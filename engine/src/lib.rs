@@ -3,6 +3,7 @@
 pub mod device;
 mod error;
 pub mod graph;
+pub mod kernels;
 pub mod model;
 pub mod train;
 

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use megagraph_engine::{
     device::{CpuAutodiff, WgpuAutodiff, open_wgpu},
     graph::{Graph, SplitSpec, SyntheticSpec, load_graph, split},
-    model::ModelConfig,
+    model::{AttentionKernel, ModelConfig},
     train::{TrainOptions, TrainReport, train},
 };
 
@@ -23,6 +23,24 @@ pub enum BackendChoice {
     Wgpu,
     /// burn's ndarray CPU backend (a reference).
     Ndarray,
+}
+
+/// Which attention implementation the model uses.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum AttentionChoice {
+    /// Fused WGSL kernels: no S×S matrix in device memory.
+    Fused,
+    /// Plain burn ops, materialising S×S scores (the test oracle).
+    Reference,
+}
+
+impl From<AttentionChoice> for AttentionKernel {
+    fn from(choice: AttentionChoice) -> Self {
+        match choice {
+            AttentionChoice::Fused => AttentionKernel::Fused,
+            AttentionChoice::Reference => AttentionKernel::Reference,
+        }
+    }
 }
 
 /// Options of `megagraph train`.
@@ -61,6 +79,9 @@ pub struct TrainArgs {
     /// Seed of initialisation, dropout, split and partitioning.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Attention implementation: the fused WGSL kernels or the reference burn-op composition.
+    #[arg(long, value_enum, default_value = "fused")]
+    attention: AttentionChoice,
     /// Backend that runs the model.
     #[arg(long, value_enum, default_value = "wgpu")]
     backend: BackendChoice,
@@ -88,6 +109,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             hidden: args.hidden,
             heads: args.heads,
             ffn_hidden: 2 * args.hidden,
+            attention: args.attention.into(),
             ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
         },
         ..TrainOptions::default()

@@ -2,32 +2,49 @@
 
 use burn::{
     module::Module,
-    nn::{Dropout, DropoutConfig, Linear, LinearConfig},
-    tensor::{Tensor, activation::softmax, backend::Backend},
+    nn::{Linear, LinearConfig},
+    tensor::{Int, Tensor, backend::Backend},
 };
+use serde::{Deserialize, Serialize};
+
+use crate::kernels::{BiasedAttentionBackend, biased_attention, reference};
+
+/// Which implementation computes the biased attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionKernel {
+    /// The fused WGSL kernels (reference ops on backends without them).
+    #[default]
+    Fused,
+    /// The composition of plain burn ops, materialising S×S scores.
+    Reference,
+}
 
 /// Multi-head attention whose scores get a per-head `[S, S]` bias added before the softmax.
 #[derive(Module, Debug)]
 pub struct BiasedAttention<B: Backend> {
     qkv: Linear<B>,
     output: Linear<B>,
-    dropout: Dropout,
     heads: usize,
+    kernel: AttentionKernel,
 }
 
 impl<B: Backend> BiasedAttention<B> {
-    /// A new attention block of width `hidden` with `heads` heads.
-    pub fn new(hidden: usize, heads: usize, dropout: f64, device: &B::Device) -> Self {
+    /// A new attention block of width `hidden` with `heads` heads, computed by `kernel`.
+    pub fn new(hidden: usize, heads: usize, kernel: AttentionKernel, device: &B::Device) -> Self {
         Self {
             qkv: LinearConfig::new(hidden, 3 * hidden).init(device),
             output: LinearConfig::new(hidden, hidden).init(device),
-            dropout: DropoutConfig::new(dropout).init(),
             heads,
+            kernel,
         }
     }
+}
 
-    /// Attends `x` (`[S, hidden]`) to itself with `bias` (`[heads, S, S]`) added to the scores.
-    pub fn forward(&self, x: Tensor<B, 2>, bias: Tensor<B, 3>) -> Tensor<B, 2> {
+impl<B: BiasedAttentionBackend> BiasedAttention<B> {
+    /// Attends `x` (`[S, hidden]`) to itself, adding `table[head, bucket(i, j)]` to the score
+    /// of each pair; `pairs` holds the packed one-byte buckets.
+    pub fn forward(&self, x: Tensor<B, 2>, table: Tensor<B, 2>, pairs: Tensor<B, 1, Int>) -> Tensor<B, 2> {
         let [nodes, hidden] = x.dims();
         let head_dim = hidden / self.heads;
         // [S, 3·hidden] → [3, heads, S, head_dim]
@@ -44,11 +61,11 @@ impl<B: Backend> BiasedAttention<B> {
                 .reshape([self.heads, nodes, head_dim])
         };
         let (q, k, v) = (next(), next(), next());
-        let scale = (head_dim as f64).sqrt().recip();
-        let scores = q.matmul(k.swap_dims(1, 2)) * scale + bias;
-        let probabilities = self.dropout.forward(softmax(scores, 2));
-        let context = probabilities
-            .matmul(v)
+        let context = match self.kernel {
+            AttentionKernel::Fused => biased_attention(q, k, v, table, pairs),
+            AttentionKernel::Reference => reference::attention(q, k, v, table, pairs),
+        };
+        let context = context
             .swap_dims(0, 1)
             .reshape([nodes, hidden]);
         self.output.forward(context)

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::AttentionKernel;
 use crate::EngineError;
 
 /// Shape and regularisation of a [`GraphTransformer`](super::GraphTransformer).
@@ -27,8 +28,8 @@ pub struct ModelConfig {
     pub input_dropout: f64,
     /// Dropout on hidden activations (residual branches, FFN).
     pub dropout: f64,
-    /// Dropout on attention probabilities.
-    pub attention_dropout: f64,
+    /// Which implementation computes the biased attention.
+    pub attention: AttentionKernel,
     /// Steps of personalised-PageRank propagation of the logits (APPNP); 0 disables it.
     pub propagation_steps: usize,
     /// Teleport probability of that propagation.
@@ -50,7 +51,7 @@ impl ModelConfig {
             max_degree: 63,
             input_dropout: 0.5,
             dropout: 0.5,
-            attention_dropout: 0.1,
+            attention: AttentionKernel::Fused,
             propagation_steps: 10,
             teleport: 0.1,
         }
@@ -95,7 +96,6 @@ impl ModelConfig {
         for (name, p) in [
             ("input dropout", self.input_dropout),
             ("dropout", self.dropout),
-            ("attention dropout", self.attention_dropout),
         ] {
             if !(0.0..1.0).contains(&p) {
                 return fail(format!("{name} must be in [0, 1), got {p}"));

@@ -7,7 +7,8 @@ use burn::{
     tensor::{Tensor, activation::gelu, backend::Backend},
 };
 
-use super::{BiasedAttention, EdgeTensors, ModelConfig, propagate};
+use super::{BiasedAttention, ModelConfig, SequenceTensors, propagate};
+use crate::kernels::BiasedAttentionBackend;
 
 /// A Graph Transformer layer.
 #[derive(Module, Debug)]
@@ -27,7 +28,7 @@ impl<B: Backend> GraphTransformerLayer<B> {
         let hidden = config.hidden;
         Self {
             norm_mix: LayerNormConfig::new(hidden).init(device),
-            attention: BiasedAttention::new(hidden, config.heads, config.attention_dropout, device),
+            attention: BiasedAttention::new(hidden, config.heads, config.attention, device),
             local: LinearConfig::new(hidden, hidden).init(device),
             norm_ffn: LayerNormConfig::new(hidden).init(device),
             ffn_in: LinearConfig::new(hidden, config.ffn_hidden).init(device),
@@ -36,16 +37,15 @@ impl<B: Backend> GraphTransformerLayer<B> {
         }
     }
 
-    /// Applies the layer to `x` (`[S, hidden]`).
-    pub fn forward(
-        &self,
-        x: Tensor<B, 2>,
-        bias: Tensor<B, 3>,
-        edges: &EdgeTensors<B>,
-    ) -> Tensor<B, 2> {
+}
+
+impl<B: BiasedAttentionBackend> GraphTransformerLayer<B> {
+    /// Applies the layer to `x` (`[S, hidden]`), with the spatial-bias `table` looked up by the
+    /// sequence's packed pair buckets.
+    pub fn forward(&self, x: Tensor<B, 2>, table: Tensor<B, 2>, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
         let h = self.norm_mix.forward(x.clone());
-        let attended = self.attention.forward(h.clone(), bias);
-        let local = self.local.forward(propagate(h, edges));
+        let attended = self.attention.forward(h.clone(), table, seq.buckets.clone());
+        let local = self.local.forward(propagate(h, &seq.edges));
         let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
         let f = self.norm_ffn.forward(x.clone());
         let f = self

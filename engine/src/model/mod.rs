@@ -11,7 +11,7 @@ mod sequence;
 mod transfer;
 mod transformer;
 
-pub use attention::BiasedAttention;
+pub use attention::{AttentionKernel, BiasedAttention};
 pub use config::ModelConfig;
 pub use layer::GraphTransformerLayer;
 pub use propagate::propagate;

@@ -2,6 +2,7 @@
 
 use burn::tensor::{Int, Tensor, TensorData, backend::Backend};
 
+use crate::kernels::pack_buckets;
 use crate::graph::{Csr, Graph, distance_buckets, gcn_normalized_edges, induced_subgraph};
 
 /// The normalised message-passing edges of a sequence (self-loops included).
@@ -28,7 +29,8 @@ pub struct SequenceTensors<B: Backend> {
     pub feature_values: Tensor<B, 2>,
     /// Degree of each node in the whole graph, clamped to the model's `max_degree`.
     pub degrees: Tensor<B, 1, Int>,
-    /// Distance bucket of every ordered node pair, row-major `[S * S]`.
+    /// Distance bucket of every ordered node pair, row-major, packed four one-byte buckets
+    /// per word (see [`pack_buckets`]): `[ceil(S² / 4)]`.
     pub buckets: Tensor<B, 1, Int>,
     /// Message-passing edges inside the sequence.
     pub edges: EdgeTensors<B>,
@@ -80,7 +82,7 @@ impl HostSequence {
             .iter()
             .map(|&n| graph.adjacency().degree(n as usize).min(max_degree) as i32)
             .collect();
-        let buckets: Vec<i32> = self.buckets.iter().map(|&b| b as i32).collect();
+        let buckets = pack_buckets(&self.buckets);
         let (dst, src, weight) = gcn_normalized_edges(&self.adjacency);
         let edge_count = weight.len();
         SequenceTensors {

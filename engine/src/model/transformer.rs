@@ -11,6 +11,7 @@ use burn::{
 };
 
 use super::{GraphTransformerLayer, ModelConfig, SequenceTensors, propagate};
+use crate::kernels::BiasedAttentionBackend;
 
 /// A Graph Transformer for node classification.
 #[derive(Module, Debug)]
@@ -54,12 +55,14 @@ impl<B: Backend> GraphTransformer<B> {
         }
     }
 
+}
+
+impl<B: BiasedAttentionBackend> GraphTransformer<B> {
     /// Class logits `[S, classes]` for every node of `seq`.
     pub fn forward(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
         let mut x = self.dropout.forward(self.embed(seq));
-        let bias = self.spatial_bias(seq);
         for layer in &self.layers {
-            x = layer.forward(x, bias.clone(), &seq.edges);
+            x = layer.forward(x, self.spatial_bias.val(), seq);
         }
         let logits = self.head.forward(self.norm_out.forward(x));
         self.propagate_logits(logits, seq)
@@ -86,28 +89,6 @@ impl<B: Backend> GraphTransformer<B> {
             .forward(seq.degrees.clone().unsqueeze_dim(0))
             .reshape([seq.nodes, hidden]);
         projected + degree
-    }
-
-    /// The `[heads, S, S]` attention bias: each pair gets its bucket's scalar, per head.
-    ///
-    /// Built bucket by bucket from equality masks rather than by gathering from the table:
-    /// the gather's backward is a scatter-add of S² values into a handful of table entries,
-    /// which serialises on atomics on a GPU.
-    fn spatial_bias(&self, seq: &SequenceTensors<B>) -> Tensor<B, 3> {
-        let table = self.spatial_bias.val();
-        let [heads, buckets] = table.dims();
-        let pairs = seq.nodes * seq.nodes;
-        let mut bias: Tensor<B, 2> = Tensor::zeros([heads, pairs], &table.device());
-        for bucket in 0..buckets {
-            let mask = seq
-                .buckets
-                .clone()
-                .equal_elem(bucket as i64)
-                .float()
-                .unsqueeze_dim(0);
-            bias = bias + table.clone().slice([0..heads, bucket..bucket + 1]) * mask;
-        }
-        bias.reshape([heads, seq.nodes, seq.nodes])
     }
 
     /// Personalised-PageRank smoothing of the logits over the sequence's edges (APPNP).

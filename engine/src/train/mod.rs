@@ -23,6 +23,7 @@ use crate::{
     EngineError,
     device::MemoryProbe,
     graph::{Graph, Split},
+    kernels::BiasedAttentionBackend,
     model::GraphTransformer,
 };
 
@@ -37,7 +38,8 @@ pub fn train<B>(
     on_epoch: &mut dyn FnMut(&EpochMetrics),
 ) -> Result<TrainReport, EngineError>
 where
-    B: AutodiffBackend + MemoryProbe,
+    B: AutodiffBackend + MemoryProbe + BiasedAttentionBackend,
+    B::InnerBackend: BiasedAttentionBackend,
 {
     let start = Instant::now();
     let config = options.model_config(graph);
@@ -132,7 +134,7 @@ where
 }
 
 /// Accuracy of `model` on the train, validation and test nodes (indexed by [`Role`]).
-fn evaluate<B: burn::tensor::backend::Backend>(
+fn evaluate<B: BiasedAttentionBackend>(
     model: &GraphTransformer<B>,
     graph: &Graph,
     sequences: &[LabelledSequence],

@@ -1,0 +1,143 @@
+//! Biased attention from plain burn tensor ops: the oracle of the fused kernels, and the
+//! implementation on backends without one. It materialises S×S scores.
+
+use burn::tensor::{
+    ElementConversion, Int, Tensor, TensorData, TensorPrimitive,
+    activation::softmax,
+    backend::Backend,
+};
+
+use super::{AttentionGrads, AttentionInputs, AttentionSaved, BiasedAttentionBackend};
+use crate::device::CpuBackend;
+
+/// Unpacks the four-per-word pair buckets into one integer per pair, `[S²]`.
+pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tensor<B, 1, Int> {
+    let [words] = pairs.dims();
+    let shifts = Tensor::<B, 1, Int>::from_data(TensorData::new(vec![0i32, 8, 16, 24], [4]), &pairs.device())
+        .reshape([1, 4])
+        .expand([words, 4]);
+    pairs
+        .reshape([words, 1])
+        .expand([words, 4])
+        .bitwise_right_shift(shifts)
+        .bitwise_and_scalar(255.elem())
+        .reshape([words * 4])
+        .slice([0..seq * seq])
+}
+
+/// The `[heads, S, S]` bias: each pair gets its bucket's scalar, per head.
+///
+/// Built bucket by bucket from `[1, S, S]` equality masks rather than by gathering from the
+/// table: the gather's backward is a scatter-add of S² values into a handful of entries, which
+/// serialises on atomics on a GPU. The masks keep the S×S axes separate so that the gradient's
+/// reductions run along one S-long axis at a time (burn 0.21's wgpu reduction returns wrong
+/// sums for a contiguous axis of more than 2^18 elements with few outputs).
+pub fn bias_matrix<B: Backend>(table: Tensor<B, 2>, buckets: Tensor<B, 1, Int>, seq: usize) -> Tensor<B, 3> {
+    let [heads, count] = table.dims();
+    let mut bias: Tensor<B, 3> = Tensor::zeros([heads, seq, seq], &table.device());
+    for bucket in 0..count {
+        let mask = bucket_mask(buckets.clone(), bucket, seq);
+        bias = bias + table.clone().slice([0..heads, bucket..bucket + 1]).reshape([heads, 1, 1]) * mask;
+    }
+    bias
+}
+
+/// `[1, S, S]`: 1.0 where the pair's bucket is `bucket`, else 0.0.
+fn bucket_mask<B: Backend>(buckets: Tensor<B, 1, Int>, bucket: usize, seq: usize) -> Tensor<B, 3> {
+    buckets.equal_elem(bucket as i64).float().reshape([1, seq, seq])
+}
+
+/// Scaled scores plus bias, `[heads, S, S]`.
+fn scores<B: Backend>(q: Tensor<B, 3>, k: Tensor<B, 3>, table: Tensor<B, 2>, pairs: Tensor<B, 1, Int>) -> Tensor<B, 3> {
+    let [_, seq, head_dim] = q.dims();
+    let scale = (head_dim as f64).sqrt().recip();
+    q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, unpack_buckets(pairs, seq), seq)
+}
+
+/// The attention output, differentiable through burn's own autodiff.
+pub fn attention<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    table: Tensor<B, 2>,
+    pairs: Tensor<B, 1, Int>,
+) -> Tensor<B, 3> {
+    softmax(scores(q, k, table, pairs), 2).matmul(v)
+}
+
+fn float<B: Backend, const D: usize>(t: burn::tensor::ops::FloatTensor<B>) -> Tensor<B, D> {
+    Tensor::from_primitive(TensorPrimitive::Float(t))
+}
+
+fn primitive<B: Backend, const D: usize>(t: Tensor<B, D>) -> burn::tensor::ops::FloatTensor<B> {
+    t.into_primitive().tensor()
+}
+
+/// Forward: output and per-row log-sum-exp, from plain ops.
+pub fn forward<B: Backend>(inputs: AttentionInputs<B>) -> AttentionSaved<B> {
+    let v: Tensor<B, 3> = float(inputs.v);
+    let s = scores(float(inputs.q), float(inputs.k), float(inputs.table), Tensor::from_primitive(inputs.pairs));
+    let max = s.clone().max_dim(2);
+    let lse = (s.clone() - max.clone()).exp().sum_dim(2).log() + max;
+    let p = (s - lse.clone()).exp();
+    let [heads, seq, _] = lse.dims();
+    AttentionSaved {
+        output: primitive(p.matmul(v)),
+        lse: primitive(lse.reshape([heads, seq])),
+    }
+}
+
+/// Backward from plain ops: recomputes the probabilities and applies the softmax and matmul
+/// derivatives; the bias-table gradient sums `dS` over the pairs of each bucket.
+pub fn backward<B: Backend>(
+    inputs: AttentionInputs<B>,
+    saved: AttentionSaved<B>,
+    grad_output: burn::tensor::ops::FloatTensor<B>,
+) -> AttentionGrads<B> {
+    let q: Tensor<B, 3> = float(inputs.q);
+    let k: Tensor<B, 3> = float(inputs.k);
+    let v: Tensor<B, 3> = float(inputs.v);
+    let table: Tensor<B, 2> = float(inputs.table);
+    let pairs: Tensor<B, 1, Int> = Tensor::from_primitive(inputs.pairs);
+    let output: Tensor<B, 3> = float(saved.output);
+    let d_out: Tensor<B, 3> = float(grad_output);
+    let [heads, seq, head_dim] = q.dims();
+    let [_, buckets] = table.dims();
+    let scale = (head_dim as f64).sqrt().recip();
+    let lse: Tensor<B, 3> = float::<B, 2>(saved.lse).reshape([heads, seq, 1]);
+
+    let p = (scores(q.clone(), k.clone(), table, pairs.clone()) - lse).exp();
+    let d_v = p.clone().swap_dims(1, 2).matmul(d_out.clone());
+    let d_p = d_out.clone().matmul(v.swap_dims(1, 2));
+    let delta = (d_out * output).sum_dim(2);
+    let d_s = p * (d_p - delta);
+    let d_q = d_s.clone().matmul(k) * scale;
+    let d_k = d_s.clone().swap_dims(1, 2).matmul(q) * scale;
+    let unpacked = unpack_buckets(pairs, seq);
+    let columns: Vec<Tensor<B, 2>> = (0..buckets)
+        .map(|bucket| {
+            let masked = d_s.clone() * bucket_mask(unpacked.clone(), bucket, seq);
+            masked.sum_dim(1).sum_dim(2).reshape([heads, 1])
+        })
+        .collect();
+    AttentionGrads {
+        q: primitive(d_q),
+        k: primitive(d_k),
+        v: primitive(d_v),
+        table: primitive(Tensor::cat(columns, 1)),
+    }
+}
+
+impl BiasedAttentionBackend for CpuBackend {
+    fn biased_attention(inputs: AttentionInputs<Self>) -> AttentionSaved<Self> {
+        forward(inputs)
+    }
+
+    fn biased_attention_backward(
+        inputs: AttentionInputs<Self>,
+        saved: AttentionSaved<Self>,
+        grad_output: burn::tensor::ops::FloatTensor<Self>,
+    ) -> AttentionGrads<Self> {
+        backward(inputs, saved, grad_output)
+    }
+}
