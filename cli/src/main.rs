@@ -21,6 +21,8 @@ enum Command {
     Devices(commands::devices::DevicesArgs),
     /// Train a Graph Transformer (on the embedded synthetic graph by default).
     Train(commands::train::TrainArgs),
+    /// Find the hybrid parallel plan (dp × pp × cp) of least predicted step time.
+    Plan(commands::plan::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Devices(args) => commands::devices::run(&args),
         Command::Train(args) => commands::train::run(&args),
+        Command::Plan(args) => commands::plan::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -43,27 +43,50 @@ pub struct AdapterSummary {
     pub max_buffer_size: u64,
 }
 
-fn instance() -> wgpu::Instance {
-    wgpu::Instance::new(wgpu::InstanceDescriptor {
-        backends: wgpu::Backends::all(),
-        ..wgpu::InstanceDescriptor::new_without_display_handle()
-    })
+/// An instance over the primary APIs (Vulkan, Metal, DX12) when they have an adapter, else
+/// over every API (GL too), with its compute-capable adapters, most capable first. Not probing
+/// GL needlessly also keeps EGL's warnings away.
+fn instance() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
+    for backends in [wgpu::Backends::PRIMARY, wgpu::Backends::all()] {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let mut adapters: Vec<wgpu::Adapter> =
+            pollster::block_on(instance.enumerate_adapters(backends))
+                .into_iter()
+                .filter(|a| {
+                    a.get_downlevel_capabilities()
+                        .flags
+                        .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+                })
+                .collect();
+        if !adapters.is_empty() {
+            adapters.sort_by_key(|a| preference(a.get_info().device_type));
+            return (instance, adapters);
+        }
+    }
+    (
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle()),
+        Vec::new(),
+    )
 }
 
-fn compute_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
-    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
-        .into_iter()
-        .filter(|a| {
-            a.get_downlevel_capabilities()
-                .flags
-                .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
-        })
-        .collect()
+/// Discrete GPUs first, software adapters last.
+fn preference(kind: wgpu::DeviceType) -> u8 {
+    match kind {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
 }
 
-/// Lists the compute-capable wgpu adapters of this machine.
+/// Lists the compute-capable wgpu adapters of this machine, most capable first.
 pub fn list_adapters() -> Vec<AdapterSummary> {
-    compute_adapters(&instance())
+    instance()
+        .1
         .iter()
         .enumerate()
         .map(|(index, adapter)| {
@@ -77,23 +100,21 @@ pub fn list_adapters() -> Vec<AdapterSummary> {
                 driver: format!("{} {}", info.driver, info.driver_info)
                     .trim()
                     .to_string(),
-                max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size as u64,
+                max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
                 max_buffer_size: limits.max_buffer_size,
             }
         })
         .collect()
 }
 
-/// Opens adapter `index` (or burn's default choice when `None`) as a burn wgpu device.
+/// Opens adapter `index` of [`list_adapters`] (the first, most capable one when `None`) as a
+/// burn wgpu device.
 pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
-    let instance = instance();
-    let adapters = compute_adapters(&instance);
+    let (instance, adapters) = instance();
     if adapters.is_empty() {
         return Err(EngineError::NoAdapter);
     }
-    let Some(index) = index else {
-        return Ok(WgpuDevice::DefaultDevice);
-    };
+    let index = index.unwrap_or(0);
     let available = adapters.len();
     let adapter = adapters
         .into_iter()

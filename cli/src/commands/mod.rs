@@ -1,6 +1,7 @@
 //! The subcommands, each thin over the engine and the planner.
 
 pub mod devices;
+pub mod plan;
 pub mod train;
 
 use std::process::ExitCode;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use megagraph_engine::{
-    device::{CpuAutodiff, WgpuAutodiff, open_wgpu},
+    device::{CpuAutodiff, WgpuAutodiff, list_adapters, open_wgpu},
     graph::{Graph, SplitSpec, SyntheticSpec, load_graph, split},
     model::{AttentionKernel, ModelConfig},
     train::{TrainOptions, TrainReport, train},
@@ -71,7 +71,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 4)]
     heads: usize,
     /// Largest number of nodes in one sequence; larger graphs are partitioned (METIS).
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 1024)]
     seq_len: usize,
     /// Adam learning rate.
     #[arg(long, default_value_t = 5e-3)]
@@ -131,7 +131,13 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let (report, device_name) = match args.backend {
         BackendChoice::Wgpu => {
             let device = open_wgpu(args.adapter)?;
-            let name = format!("wgpu {device:?}");
+            let name = list_adapters()
+                .into_iter()
+                .nth(args.adapter.unwrap_or(0))
+                .map_or_else(
+                    || format!("{device:?}"),
+                    |a| format!("{} ({})", a.name, a.backend),
+                );
             let report = train::<WgpuAutodiff>(&graph, &split, &options, &device, &mut on_epoch)?;
             (report, name)
         }

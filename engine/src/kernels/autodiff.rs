@@ -22,11 +22,17 @@ struct BiasedAttentionBackward;
 impl<B: BiasedAttentionBackend> Backward<B, 4> for BiasedAttentionBackward {
     type State = (AttentionInputs<B>, AttentionSaved<B>);
 
-    fn backward(self, ops: Ops<Self::State, 4>, grads: &mut Gradients, _checkpointer: &mut Checkpointer) {
+    fn backward(
+        self,
+        ops: Ops<Self::State, 4>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
         let [node_q, node_k, node_v, node_table] = ops.parents;
         let grad_output = grads.consume::<B>(&ops.node);
         let (inputs, saved) = ops.state;
-        let AttentionGrads { q, k, v, table } = B::biased_attention_backward(inputs, saved, grad_output);
+        let AttentionGrads { q, k, v, table } =
+            B::biased_attention_backward(inputs, saved, grad_output);
         for (node, grad) in [(node_q, q), (node_k, k), (node_v, v), (node_table, table)] {
             if let Some(node) = node {
                 grads.register::<B>(node.id, grad);
@@ -37,7 +43,13 @@ impl<B: BiasedAttentionBackend> Backward<B, 4> for BiasedAttentionBackward {
 
 impl<B: BiasedAttentionBackend, C: CheckpointStrategy> BiasedAttentionBackend for Autodiff<B, C> {
     fn biased_attention(inputs: AttentionInputs<Self>) -> AttentionSaved<Self> {
-        let AttentionInputs { q, k, v, table, pairs } = inputs;
+        let AttentionInputs {
+            q,
+            k,
+            v,
+            table,
+            pairs,
+        } = inputs;
         let inner = AttentionInputs {
             q: q.primitive.clone(),
             k: k.primitive.clone(),
@@ -46,7 +58,12 @@ impl<B: BiasedAttentionBackend, C: CheckpointStrategy> BiasedAttentionBackend fo
             pairs: pairs.clone(),
         };
         let prepared = BiasedAttentionBackward
-            .prepare::<C>([q.node.clone(), k.node.clone(), v.node.clone(), table.node.clone()])
+            .prepare::<C>([
+                q.node.clone(),
+                k.node.clone(),
+                v.node.clone(),
+                table.node.clone(),
+            ])
             .compute_bound()
             .stateful();
         match prepared {
@@ -54,12 +71,18 @@ impl<B: BiasedAttentionBackend, C: CheckpointStrategy> BiasedAttentionBackend fo
                 let saved = B::biased_attention(inner.clone());
                 let lse = saved.lse.clone();
                 let output = prep.finish((inner, saved.clone()), saved.output);
-                AttentionSaved { output, lse: <Autodiff<B, C> as AutodiffBackend>::from_inner(lse) }
+                AttentionSaved {
+                    output,
+                    lse: <Autodiff<B, C> as AutodiffBackend>::from_inner(lse),
+                }
             }
             OpsKind::UnTracked(prep) => {
                 let saved = B::biased_attention(inner);
                 let output = prep.finish(saved.output);
-                AttentionSaved { output, lse: <Autodiff<B, C> as AutodiffBackend>::from_inner(saved.lse) }
+                AttentionSaved {
+                    output,
+                    lse: <Autodiff<B, C> as AutodiffBackend>::from_inner(saved.lse),
+                }
             }
         }
     }

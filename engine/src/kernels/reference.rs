@@ -2,8 +2,7 @@
 //! implementation on backends without one. It materialises S×S scores.
 
 use burn::tensor::{
-    ElementConversion, Int, Tensor, TensorData, TensorPrimitive,
-    activation::softmax,
+    ElementConversion, Int, Tensor, TensorData, TensorPrimitive, activation::softmax,
     backend::Backend,
 };
 
@@ -13,16 +12,19 @@ use crate::device::CpuBackend;
 /// Unpacks the four-per-word pair buckets into one integer per pair, `[S²]`.
 pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tensor<B, 1, Int> {
     let [words] = pairs.dims();
-    let shifts = Tensor::<B, 1, Int>::from_data(TensorData::new(vec![0i32, 8, 16, 24], [4]), &pairs.device())
-        .reshape([1, 4])
-        .expand([words, 4]);
+    let shifts = Tensor::<B, 1, Int>::from_data(
+        TensorData::new(vec![0i32, 8, 16, 24], [4]),
+        &pairs.device(),
+    )
+    .reshape([1, 4])
+    .expand([words, 4]);
     pairs
         .reshape([words, 1])
         .expand([words, 4])
         .bitwise_right_shift(shifts)
         .bitwise_and_scalar(255.elem())
         .reshape([words * 4])
-        .slice([0..seq * seq])
+        .slice(0..seq * seq)
 }
 
 /// The `[heads, S, S]` bias: each pair gets its bucket's scalar, per head.
@@ -32,23 +34,40 @@ pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tenso
 /// serialises on atomics on a GPU. The masks keep the S×S axes separate so that the gradient's
 /// reductions run along one S-long axis at a time (burn 0.21's wgpu reduction returns wrong
 /// sums for a contiguous axis of more than 2^18 elements with few outputs).
-pub fn bias_matrix<B: Backend>(table: Tensor<B, 2>, buckets: Tensor<B, 1, Int>, seq: usize) -> Tensor<B, 3> {
+pub fn bias_matrix<B: Backend>(
+    table: Tensor<B, 2>,
+    buckets: Tensor<B, 1, Int>,
+    seq: usize,
+) -> Tensor<B, 3> {
     let [heads, count] = table.dims();
     let mut bias: Tensor<B, 3> = Tensor::zeros([heads, seq, seq], &table.device());
     for bucket in 0..count {
         let mask = bucket_mask(buckets.clone(), bucket, seq);
-        bias = bias + table.clone().slice([0..heads, bucket..bucket + 1]).reshape([heads, 1, 1]) * mask;
+        bias = bias
+            + table
+                .clone()
+                .slice([0..heads, bucket..bucket + 1])
+                .reshape([heads, 1, 1])
+                * mask;
     }
     bias
 }
 
 /// `[1, S, S]`: 1.0 where the pair's bucket is `bucket`, else 0.0.
 fn bucket_mask<B: Backend>(buckets: Tensor<B, 1, Int>, bucket: usize, seq: usize) -> Tensor<B, 3> {
-    buckets.equal_elem(bucket as i64).float().reshape([1, seq, seq])
+    buckets
+        .equal_elem(bucket as i64)
+        .float()
+        .reshape([1, seq, seq])
 }
 
 /// Scaled scores plus bias, `[heads, S, S]`.
-fn scores<B: Backend>(q: Tensor<B, 3>, k: Tensor<B, 3>, table: Tensor<B, 2>, pairs: Tensor<B, 1, Int>) -> Tensor<B, 3> {
+fn scores<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    table: Tensor<B, 2>,
+    pairs: Tensor<B, 1, Int>,
+) -> Tensor<B, 3> {
     let [_, seq, head_dim] = q.dims();
     let scale = (head_dim as f64).sqrt().recip();
     q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, unpack_buckets(pairs, seq), seq)
@@ -76,7 +95,12 @@ fn primitive<B: Backend, const D: usize>(t: Tensor<B, D>) -> burn::tensor::ops::
 /// Forward: output and per-row log-sum-exp, from plain ops.
 pub fn forward<B: Backend>(inputs: AttentionInputs<B>) -> AttentionSaved<B> {
     let v: Tensor<B, 3> = float(inputs.v);
-    let s = scores(float(inputs.q), float(inputs.k), float(inputs.table), Tensor::from_primitive(inputs.pairs));
+    let s = scores(
+        float(inputs.q),
+        float(inputs.k),
+        float(inputs.table),
+        Tensor::from_primitive(inputs.pairs),
+    );
     let max = s.clone().max_dim(2);
     let lse = (s.clone() - max.clone()).exp().sum_dim(2).log() + max;
     let p = (s - lse.clone()).exp();

@@ -33,8 +33,12 @@ impl Shader {
     pub fn source(self) -> &'static str {
         match self {
             Shader::AttentionForward => include_str!("../../../shaders/attention_forward.wgsl"),
-            Shader::AttentionBackwardQuery => include_str!("../../../shaders/attention_backward_query.wgsl"),
-            Shader::AttentionBackwardKey => include_str!("../../../shaders/attention_backward_key.wgsl"),
+            Shader::AttentionBackwardQuery => {
+                include_str!("../../../shaders/attention_backward_query.wgsl")
+            }
+            Shader::AttentionBackwardKey => {
+                include_str!("../../../shaders/attention_backward_key.wgsl")
+            }
         }
     }
 
@@ -56,7 +60,10 @@ impl Shader {
             let start = source
                 .find(&prefix)
                 .unwrap_or_else(|| panic!("{} declares no constant {name}", self.file_name()));
-            let end = start + source[start..].find(';').expect("a const declaration ends with ';'");
+            let end = start
+                + source[start..]
+                    .find(';')
+                    .expect("a const declaration ends with ';'");
             source.replace_range(start..=end, &format!("{prefix}{value}u;"));
         }
         source
@@ -79,4 +86,104 @@ pub struct AttentionParams {
     pub scale: f32,
     /// Padding to 32 bytes.
     pub _pad: [u32; 3],
+}
+
+/// What naga made of one shader: the translations to every target it supports.
+#[derive(Debug, Clone)]
+pub struct Translations {
+    /// SPIR-V words (Vulkan).
+    pub spirv: Vec<u32>,
+    /// Metal Shading Language (Apple).
+    pub msl: String,
+    /// HLSL (DX12).
+    pub hlsl: String,
+    /// GLSL 4.50 compute (OpenGL).
+    pub glsl: String,
+    /// Storage bindings declared in group 0, sorted by binding number.
+    pub bindings: Vec<u32>,
+}
+
+/// A shader that naga rejected, with naga's message.
+#[derive(Debug, thiserror::Error)]
+#[error("{shader}: {stage}: {message}")]
+pub struct ShaderError {
+    /// The file name under `shaders/`.
+    pub shader: &'static str,
+    /// parse, validate, or the target that failed.
+    pub stage: &'static str,
+    /// naga's message.
+    pub message: String,
+}
+
+impl Shader {
+    /// Parses and validates `source` with naga and translates it to SPIR-V, MSL, HLSL and GLSL,
+    /// all on the CPU.
+    pub fn translate(self, source: &str) -> Result<Translations, ShaderError> {
+        use naga::back::{glsl, hlsl, msl, spv};
+        let fail = |stage: &'static str, message: String| ShaderError {
+            shader: self.file_name(),
+            stage,
+            message,
+        };
+        let module = naga::front::wgsl::parse_str(source)
+            .map_err(|e| fail("parse", e.emit_to_string(source)))?;
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .map_err(|e| fail("validate", e.emit_to_string(source)))?;
+        let mut bindings: Vec<u32> = module
+            .global_variables
+            .iter()
+            .filter_map(|(_, var)| var.binding.as_ref())
+            .filter(|b| b.group == 0)
+            .map(|b| b.binding)
+            .collect();
+        bindings.sort_unstable();
+        let spirv = spv::write_vec(&module, &info, &spv::Options::default(), None)
+            .map_err(|e| fail("spir-v", e.to_string()))?;
+        let (msl, _) = msl::write_string(
+            &module,
+            &info,
+            &msl::Options::default(),
+            &msl::PipelineOptions::default(),
+        )
+        .map_err(|e| fail("msl", e.to_string()))?;
+        let mut hlsl = String::new();
+        hlsl::Writer::new(
+            &mut hlsl,
+            &hlsl::Options::default(),
+            &hlsl::PipelineOptions::default(),
+        )
+        .write(&module, &info, None)
+        .map_err(|e| fail("hlsl", e.to_string()))?;
+        let mut glsl = String::new();
+        let options = glsl::Options {
+            version: glsl::Version::Desktop(450),
+            ..glsl::Options::default()
+        };
+        let pipeline = glsl::PipelineOptions {
+            shader_stage: naga::ShaderStage::Compute,
+            entry_point: "main".into(),
+            multiview: None,
+        };
+        glsl::Writer::new(
+            &mut glsl,
+            &module,
+            &info,
+            &options,
+            &pipeline,
+            naga::proc::BoundsCheckPolicies::default(),
+        )
+        .and_then(|mut w| w.write().map(|_| ()))
+        .map_err(|e| fail("glsl", e.to_string()))?;
+        Ok(Translations {
+            spirv,
+            msl,
+            hlsl,
+            glsl,
+            bindings,
+        })
+    }
 }

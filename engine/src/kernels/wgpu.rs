@@ -2,14 +2,16 @@
 //! cubecl's raw-source path.
 
 use burn::{
-    backend::wgpu::{CubeTensor, KernelSource, SourceKernel, SourceTemplate, WgpuRuntime, into_contiguous},
+    backend::wgpu::{
+        CubeTensor, KernelSource, SourceKernel, SourceTemplate, WgpuRuntime, into_contiguous,
+    },
     cubecl::{
         CubeCount, CubeDim,
         bytes::Bytes,
         prelude::KernelId,
         server::{Handle, KernelArguments},
     },
-    tensor::{DType, Shape, TensorPrimitive, Tensor, ops::FloatTensor},
+    tensor::{DType, Shape, Tensor, TensorPrimitive, ops::FloatTensor},
 };
 
 use super::{
@@ -63,10 +65,22 @@ impl Dims {
         let ts = inputs.table.meta.shape();
         assert_eq!(ts[0], heads, "the bias table needs one row per head");
         let words = inputs.pairs.meta.shape()[0];
-        assert_eq!(words, (seq * seq).div_ceil(4), "pairs must hold S² one-byte buckets");
+        assert_eq!(
+            words,
+            (seq * seq).div_ceil(4),
+            "pairs must hold S² one-byte buckets"
+        );
         assert!(ts[1] <= 256, "at most 256 buckets fit a byte");
-        assert!(head_dim % 4 == 0, "the fused kernels read heads as vec4: head_dim {head_dim} must be a multiple of 4");
-        Self { heads, seq, head_dim, buckets: ts[1] }
+        assert!(
+            head_dim % 4 == 0,
+            "the fused kernels read heads as vec4: head_dim {head_dim} must be a multiple of 4"
+        );
+        Self {
+            heads,
+            seq,
+            head_dim,
+            buckets: ts[1],
+        }
     }
 
     fn params(&self) -> AttentionParams {
@@ -85,7 +99,11 @@ impl Dims {
     }
 
     fn kernel(&self, shader: Shader) -> AttentionKernel {
-        AttentionKernel { shader, head_dim: self.head_dim as u32, buckets: self.buckets as u32 }
+        AttentionKernel {
+            shader,
+            head_dim: self.head_dim as u32,
+            buckets: self.buckets as u32,
+        }
     }
 }
 
@@ -93,7 +111,13 @@ impl Dims {
 fn empty(like: &Cube, shape: Vec<usize>) -> Cube {
     let shape = Shape::from(shape);
     let handle = like.client.empty(shape.num_elements() * size_of::<f32>());
-    CubeTensor::new_contiguous(like.client.clone(), like.device.clone(), shape, handle, DType::F32)
+    CubeTensor::new_contiguous(
+        like.client.clone(),
+        like.device.clone(),
+        shape,
+        handle,
+        DType::F32,
+    )
 }
 
 fn contiguous(inputs: AttentionInputs<WgpuBackend>) -> AttentionInputs<WgpuBackend> {
@@ -111,9 +135,17 @@ fn params_handle(like: &Cube, dims: &Dims) -> Handle {
 }
 
 fn launch(like: &Cube, dims: &Dims, shader: Shader, buffers: Vec<Handle>) {
-    assert_eq!(buffers.len(), shader.binding_count(), "{} bindings", shader.file_name());
+    assert_eq!(
+        buffers.len(),
+        shader.binding_count(),
+        "{} bindings",
+        shader.file_name()
+    );
     like.client.launch(
-        Box::new(SourceKernel::new(dims.kernel(shader), CubeDim::new_1d(WORKGROUP))),
+        Box::new(SourceKernel::new(
+            dims.kernel(shader),
+            CubeDim::new_1d(WORKGROUP),
+        )),
         dims.count(),
         KernelArguments::new().with_buffers(buffers.into_iter().map(Handle::binding).collect()),
     );
@@ -167,14 +199,23 @@ impl BiasedAttentionBackend for WgpuBackend {
         ];
         let params = params_handle(q, &dims);
         let mut query = shared.to_vec();
-        query.extend([d_q.handle.clone(), d_bias_rows.handle.clone(), params.clone()]);
+        query.extend([
+            d_q.handle.clone(),
+            d_bias_rows.handle.clone(),
+            params.clone(),
+        ]);
         launch(q, &dims, Shader::AttentionBackwardQuery, query);
         let mut key = shared.to_vec();
         key.extend([d_k.handle.clone(), d_v.handle.clone(), params]);
         launch(q, &dims, Shader::AttentionBackwardKey, key);
         let d_table: Tensor<Self, 3> = Tensor::from_primitive(TensorPrimitive::Float(d_bias_rows));
         let d_table = d_table.sum_dim(1).reshape([dims.heads, dims.buckets]);
-        AttentionGrads { q: d_q, k: d_k, v: d_v, table: d_table.into_primitive().tensor() }
+        AttentionGrads {
+            q: d_q,
+            k: d_k,
+            v: d_v,
+            table: d_table.into_primitive().tensor(),
+        }
     }
 }
 

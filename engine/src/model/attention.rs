@@ -44,7 +44,12 @@ impl<B: Backend> BiasedAttention<B> {
 impl<B: BiasedAttentionBackend> BiasedAttention<B> {
     /// Attends `x` (`[S, hidden]`) to itself, adding `table[head, bucket(i, j)]` to the score
     /// of each pair; `pairs` holds the packed one-byte buckets.
-    pub fn forward(&self, x: Tensor<B, 2>, table: Tensor<B, 2>, pairs: Tensor<B, 1, Int>) -> Tensor<B, 2> {
+    pub fn forward(
+        &self,
+        x: Tensor<B, 2>,
+        table: Tensor<B, 2>,
+        pairs: Tensor<B, 1, Int>,
+    ) -> Tensor<B, 2> {
         let [nodes, hidden] = x.dims();
         let head_dim = hidden / self.heads;
         // [S, 3·hidden] → [3, heads, S, head_dim]
@@ -65,9 +70,7 @@ impl<B: BiasedAttentionBackend> BiasedAttention<B> {
             AttentionKernel::Fused => biased_attention(q, k, v, table, pairs),
             AttentionKernel::Reference => reference::attention(q, k, v, table, pairs),
         };
-        let context = context
-            .swap_dims(0, 1)
-            .reshape([nodes, hidden]);
+        let context = context.swap_dims(0, 1).reshape([nodes, hidden]);
         self.output.forward(context)
     }
 }

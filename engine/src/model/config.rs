@@ -82,10 +82,16 @@ impl ModelConfig {
                 self.hidden, self.heads, self.layers, self.ffn_hidden
             ));
         }
-        if self.hidden % self.heads != 0 {
+        if !self.hidden.is_multiple_of(self.heads) {
             return fail(format!(
                 "heads ({}) must divide hidden ({})",
                 self.heads, self.hidden
+            ));
+        }
+        if self.attention == AttentionKernel::Fused && !self.head_dim().is_multiple_of(4) {
+            return fail(format!(
+                "the fused attention kernels need a head dimension (hidden / heads = {}) that is a multiple of 4; change --hidden or --heads, or use --attention reference",
+                self.head_dim()
             ));
         }
         if self.max_distance == u8::MAX {

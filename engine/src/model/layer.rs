@@ -36,15 +36,21 @@ impl<B: Backend> GraphTransformerLayer<B> {
             dropout: DropoutConfig::new(config.dropout).init(),
         }
     }
-
 }
 
 impl<B: BiasedAttentionBackend> GraphTransformerLayer<B> {
     /// Applies the layer to `x` (`[S, hidden]`), with the spatial-bias `table` looked up by the
     /// sequence's packed pair buckets.
-    pub fn forward(&self, x: Tensor<B, 2>, table: Tensor<B, 2>, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
+    pub fn forward(
+        &self,
+        x: Tensor<B, 2>,
+        table: Tensor<B, 2>,
+        seq: &SequenceTensors<B>,
+    ) -> Tensor<B, 2> {
         let h = self.norm_mix.forward(x.clone());
-        let attended = self.attention.forward(h.clone(), table, seq.buckets.clone());
+        let attended = self
+            .attention
+            .forward(h.clone(), table, seq.buckets.clone());
         let local = self.local.forward(propagate(h, &seq.edges));
         let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
         let f = self.norm_ffn.forward(x.clone());

@@ -2,8 +2,8 @@
 
 use burn::tensor::{Int, Tensor, TensorData, backend::Backend};
 
-use crate::kernels::pack_buckets;
 use crate::graph::{Csr, Graph, distance_buckets, gcn_normalized_edges, induced_subgraph};
+use crate::kernels::pack_buckets;
 
 /// The normalised message-passing edges of a sequence (self-loops included).
 #[derive(Debug, Clone)]

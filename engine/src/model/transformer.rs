@@ -54,7 +54,6 @@ impl<B: Backend> GraphTransformer<B> {
             teleport: config.teleport,
         }
     }
-
 }
 
 impl<B: BiasedAttentionBackend> GraphTransformer<B> {

@@ -30,7 +30,7 @@ impl Default for TrainOptions {
             patience: 50,
             learning_rate: 5e-3,
             weight_decay: 5e-4,
-            seq_len: 2048,
+            seq_len: 1024,
             seed: 0,
             model: ModelConfig::new(0, 0),
         }

@@ -1,0 +1,47 @@
+//! `megagraph plan`: the planner's best hybrid parallel configuration for a cluster and model.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use megagraph_planner::{load_cluster, load_model, search};
+
+/// Options of `megagraph plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The cluster: devices and links (`cluster.json`, schema_version 1).
+    #[arg(long)]
+    cluster: PathBuf,
+    /// The model shape (`model.json`, schema_version 1).
+    #[arg(long)]
+    model: PathBuf,
+    /// Also write the plan here as JSON.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the plan as one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Print the predicted time and memory breakdown of every device.
+    #[arg(long)]
+    explain: bool,
+}
+
+/// Searches and prints the plan.
+pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
+    let cluster = load_cluster(&args.cluster)?;
+    let model = load_model(&args.model)?;
+    let plan = search(&cluster, &model)?;
+    if let Some(out) = &args.out {
+        std::fs::write(out, plan.to_json() + "\n")
+            .with_context(|| format!("{}: cannot write the plan", out.display()))?;
+    }
+    if args.explain {
+        println!("{}", plan.explain());
+    }
+    if args.json {
+        println!("{}", plan.to_json());
+    } else {
+        println!("{}", plan.table());
+    }
+    Ok(())
+}
