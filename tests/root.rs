@@ -6,4 +6,6 @@
 mod cli_errors;
 mod cli_train;
 mod common;
+mod kernels;
 mod model_backends;
+mod shaders;

@@ -21,6 +21,10 @@ pub fn report_usage_error(error: clap::Error) -> ExitCode {
         let _ = error.print();
         return ExitCode::SUCCESS;
     }
+    if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        eprintln!("error: a subcommand is required: devices, train or plan (see --help)");
+        return ExitCode::from(2);
+    }
     let rendered = error.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid arguments");
     eprintln!("{first} (see --help)");

@@ -114,6 +114,12 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         },
         ..TrainOptions::default()
     };
+    options.model_config(&graph).validate()?;
+    options.validate()?;
+    let wgpu_device = match args.backend {
+        BackendChoice::Wgpu => Some(open_wgpu(args.adapter)?),
+        BackendChoice::Ndarray => None,
+    };
     eprintln!(
         "graph {}: {} nodes, {} edges, {} features, {} classes; split {}: {} train / {} val / {} test",
         graph.name(),
@@ -128,9 +134,8 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     );
     let mut progress = EpochProgress::new(args.epochs);
     let mut on_epoch = |m: &_| progress.epoch(m);
-    let (report, device_name) = match args.backend {
-        BackendChoice::Wgpu => {
-            let device = open_wgpu(args.adapter)?;
+    let (report, device_name) = match wgpu_device {
+        Some(device) => {
             let name = list_adapters()
                 .into_iter()
                 .nth(args.adapter.unwrap_or(0))
@@ -141,7 +146,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             let report = train::<WgpuAutodiff>(&graph, &split, &options, &device, &mut on_epoch)?;
             (report, name)
         }
-        BackendChoice::Ndarray => {
+        None => {
             let device = Default::default();
             let report = train::<CpuAutodiff>(&graph, &split, &options, &device, &mut on_epoch)?;
             (report, "ndarray cpu".to_string())

@@ -9,6 +9,11 @@ use super::ogb::load_ogb_dir;
 
 /// Loads a graph: a directory as OGB CSV tables, a `*.npz` file as the gnn-benchmark layout.
 pub fn load_graph(path: &Path) -> Result<Graph, GraphError> {
+    if !path.exists() {
+        let missing =
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory");
+        return Err(GraphError::Io(missing).at(path, None));
+    }
     if path.is_dir() {
         load_ogb_dir(path)
     } else if path

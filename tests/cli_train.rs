@@ -1,0 +1,179 @@
+//! `megagraph train` and `megagraph devices` end to end: the JSON contract of
+//! DESIGN.md's "Command-line contract", and reproducibility with a fixed seed.
+
+use serde_json::Value;
+
+use crate::common::{Run, TestError, TestResult, have_adapter, megagraph};
+
+/// A tiny wgpu training run: 200 nodes, one layer of width 16, three epochs.
+const TINY_TRAIN: &[&str] = &[
+    "train",
+    "--synthetic",
+    "sbm:200:3",
+    "--epochs",
+    "3",
+    "--hidden",
+    "16",
+    "--heads",
+    "2",
+    "--layers",
+    "1",
+    "--seed",
+    "7",
+    "--json",
+];
+
+/// Parses the last line of standard output as one JSON object.
+fn last_json_line(run: &Run) -> Result<serde_json::Map<String, Value>, TestError> {
+    let last = run
+        .stdout
+        .lines()
+        .last()
+        .ok_or_else(|| format!("no output on stdout:\n{}", run.describe()))?;
+    match serde_json::from_str(last)? {
+        Value::Object(map) => Ok(map),
+        other => Err(format!("last stdout line is not a JSON object: {other}").into()),
+    }
+}
+
+/// Asserts the run exited 0.
+fn assert_success(run: &Run) {
+    assert_eq!(run.code, Some(0), "expected success:\n{}", run.describe());
+    assert!(!run.stderr.contains("panicked"), "{}", run.describe());
+}
+
+/// Fetches `key` as a number.
+fn number(report: &serde_json::Map<String, Value>, key: &str) -> Result<f64, TestError> {
+    report
+        .get(key)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| format!("report lacks numeric {key:?}: {report:?}").into())
+}
+
+/// Runs the same tiny training twice with the same seed (concurrently, two processes): both
+/// succeed, the last stdout line is the JSON report with the contract's keys, and the two
+/// runs report the same final loss and accuracies (fixed seed ⇒ same result on one device).
+#[test]
+fn train_json_report_is_complete_and_reproducible() -> TestResult {
+    if !have_adapter("cli_train::train_json_report_is_complete_and_reproducible")? {
+        return Ok(());
+    }
+    let (first, second) = std::thread::scope(|s| {
+        let a = s.spawn(|| megagraph(TINY_TRAIN).map_err(|e| e.to_string()));
+        let b = s.spawn(|| megagraph(TINY_TRAIN).map_err(|e| e.to_string()));
+        (a.join(), b.join())
+    });
+    let first = first.map_err(|_| "first run's thread panicked")??;
+    let second = second.map_err(|_| "second run's thread panicked")??;
+    assert_success(&first);
+    assert_success(&second);
+
+    let report = last_json_line(&first)?;
+    for key in ["test_acc", "val_acc", "final_loss", "seconds"] {
+        let value = number(&report, key)?;
+        assert!(value.is_finite(), "{key} is {value}");
+    }
+    for key in ["test_acc", "val_acc"] {
+        let value = number(&report, key)?;
+        assert!(
+            (0.0..=1.0).contains(&value),
+            "{key} = {value} is not a fraction"
+        );
+    }
+    assert!(number(&report, "final_loss")? > 0.0, "{report:?}");
+    let epochs = report.get("epochs").and_then(Value::as_u64);
+    assert!(
+        epochs.is_some_and(|e| (1..=3).contains(&e)),
+        "epochs should be an integer in 1..=3: {report:?}"
+    );
+    let peaks = report
+        .get("peak_device_bytes")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("peak_device_bytes is not an array: {report:?}"))?;
+    assert!(
+        !peaks.is_empty(),
+        "peak_device_bytes is empty on wgpu: {report:?}"
+    );
+    for peak in peaks {
+        assert!(
+            peak.as_u64().is_some_and(|b| b > 0),
+            "peak_device_bytes entry {peak} is not a positive integer"
+        );
+    }
+
+    let again = last_json_line(&second)?;
+    eprintln!(
+        "final_loss with --seed 7: {:?} and {:?}",
+        report.get("final_loss"),
+        again.get("final_loss")
+    );
+    let mut differences = Vec::new();
+    for key in ["final_loss", "val_acc", "test_acc", "epochs"] {
+        if report.get(key) != again.get(key) {
+            differences.push(format!(
+                "{key}: {:?} then {:?}",
+                report.get(key),
+                again.get(key)
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "two runs with --seed 7 on the same device differ: {}",
+        differences.join("; ")
+    );
+    Ok(())
+}
+
+/// `megagraph devices --json` prints one object with an `adapters` array whose entries name
+/// the adapter, its graphics API and its device type.
+#[test]
+fn devices_json_lists_adapters() -> TestResult {
+    let run = megagraph(&["devices", "--json"])?;
+    assert_success(&run);
+    let report = last_json_line(&run)?;
+    let adapters = report
+        .get("adapters")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("no adapters array: {report:?}"))?;
+    for adapter in adapters {
+        for key in ["name", "backend", "device_type"] {
+            assert!(
+                adapter
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty()),
+                "adapter lacks a non-empty {key:?}: {adapter}"
+            );
+        }
+    }
+    // Only the "lists at least one" check needs an adapter (and skips without one).
+    if have_adapter("cli_train::devices_json_lists_adapters")? {
+        assert!(
+            !adapters.is_empty(),
+            "the engine sees an adapter but `devices --json` lists none"
+        );
+    }
+    Ok(())
+}
+
+/// `megagraph train` needs no arguments: every option has a default (the embedded synthetic
+/// graph, the default split and model). Only the epoch count and the backend are overridden,
+/// to keep the run to one short CPU epoch.
+#[test]
+fn train_defaults_are_accepted() -> TestResult {
+    let run = megagraph(&["train", "--epochs", "1", "--backend", "ndarray", "--json"])?;
+    assert_success(&run);
+    let report = last_json_line(&run)?;
+    assert_eq!(report.get("epochs").and_then(Value::as_u64), Some(1));
+    assert!(number(&report, "final_loss")?.is_finite(), "{report:?}");
+    assert_eq!(
+        report
+            .get("peak_device_bytes")
+            .and_then(Value::as_array)
+            .map(Vec::len),
+        Some(0),
+        "the CPU backend has no device memory to report: {report:?}"
+    );
+    Ok(())
+}

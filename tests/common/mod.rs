@@ -1,0 +1,259 @@
+//! Helpers shared by the integration tests: running the `megagraph` binary, the wgpu-adapter
+//! gate, the Cora file, and a small `.npz` writer.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use megagraph_engine::burn::backend::wgpu::WgpuDevice;
+use megagraph_engine::burn::cubecl::config::{
+    CubeClRuntimeConfig, RuntimeConfig, autotune::AutotuneLevel, cache::CacheConfig,
+};
+use megagraph_engine::device::{AdapterSummary, list_adapters, open_wgpu};
+use npyz::{AutoSerialize, Order, Serialize, WriterBuilder};
+use zip::write::SimpleFileOptions;
+
+/// The error type of every test.
+pub type TestError = Box<dyn std::error::Error>;
+/// The result type of every test.
+pub type TestResult = Result<(), TestError>;
+
+/// Set to `1` (as CI does) to make tests that need a wgpu adapter fail when there is none.
+pub const REQUIRE_ADAPTER_VAR: &str = "MEGAGRAPH_REQUIRE_ADAPTER";
+
+/// cubecl's autotune level variable; accepted values in cubecl 0.10 are `minimal`/`0`,
+/// `balanced`/`1` (the default), `extensive`/`2` and `full`/`3`.
+const AUTOTUNE_VAR: &str = "CUBECL_AUTOTUNE_LEVEL";
+
+/// The autotune level the tests run at unless [`AUTOTUNE_VAR`] is set: `minimal` anchors
+/// autotune keys to powers of 2.5 instead of 2, so fewer distinct shapes get tuned (the level
+/// changes nothing else in cubecl 0.10, so results are unaffected; only kernel choice can be).
+const TEST_AUTOTUNE_LEVEL: &str = "minimal";
+
+/// The workspace root (the directory above `cli/`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cli/ has a parent directory")
+        .to_path_buf()
+}
+
+/// Path of `shared/data/cora.npz`, which sits beside the repository (`<clone>/../shared`) or
+/// inside it.
+pub fn cora_path() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let candidates = [
+        manifest.join("../../shared/data/cora.npz"),
+        manifest.join("../shared/data/cora.npz"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.exists())
+        .cloned()
+        .unwrap_or_else(|| candidates[0].clone())
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (`None` if killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    fn from_output(output: Output) -> Self {
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Lines of standard error, without wgpu's GL-probe noise about `XDG_RUNTIME_DIR`.
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| !l.contains("XDG_RUNTIME_DIR"))
+            .collect()
+    }
+
+    /// Everything it printed, for assertion messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "exit code {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `megagraph args...` from the workspace root (so cubecl's autotune cache lands in the
+/// workspace `target/`), with backtraces enabled (so a panic or a `{:?}`-printed error would
+/// show one) and the tests' autotune level unless the caller's environment sets one.
+pub fn megagraph(args: &[&str]) -> Result<Run, TestError> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_megagraph"));
+    command
+        .args(args)
+        .current_dir(workspace_root())
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null());
+    if std::env::var_os(AUTOTUNE_VAR).is_none() {
+        command.env(AUTOTUNE_VAR, TEST_AUTOTUNE_LEVEL);
+    }
+    Ok(Run::from_output(command.output()?))
+}
+
+/// Runs `megagraph args...` like [`megagraph`], with the Vulkan and EGL loaders pointed at
+/// manifests that do not exist, which hides Mesa's (and any other) Vulkan and GL drivers on
+/// Linux.
+pub fn megagraph_without_drivers(args: &[&str]) -> Result<Run, TestError> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_megagraph"));
+    command
+        .args(args)
+        .current_dir(workspace_root())
+        .env("RUST_BACKTRACE", "1")
+        .env("VK_ICD_FILENAMES", "/nonexistent/megagraph-test-icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/megagraph-test-icd.json")
+        .env(
+            "__EGL_VENDOR_LIBRARY_FILENAMES",
+            "/nonexistent/megagraph-test-egl.json",
+        )
+        .stdin(Stdio::null());
+    Ok(Run::from_output(command.output()?))
+}
+
+/// The compute-capable wgpu adapters, enumerated once per process.
+pub fn adapters() -> &'static [AdapterSummary] {
+    static ADAPTERS: OnceLock<Vec<AdapterSummary>> = OnceLock::new();
+    ADAPTERS.get_or_init(list_adapters)
+}
+
+/// Whether a test that needs a wgpu adapter can run: `Ok(true)` if there is one; an error if
+/// there is none and `MEGAGRAPH_REQUIRE_ADAPTER=1`; otherwise `Ok(false)` after saying loudly
+/// on stderr that `test` skipped.
+pub fn have_adapter(test: &str) -> Result<bool, TestError> {
+    if !adapters().is_empty() {
+        return Ok(true);
+    }
+    if std::env::var(REQUIRE_ADAPTER_VAR).is_ok_and(|v| v == "1") {
+        return Err(format!(
+            "{test}: no wgpu adapter found and {REQUIRE_ADAPTER_VAR}=1 (install mesa-vulkan-drivers for lavapipe)"
+        )
+        .into());
+    }
+    eprintln!("SKIPPED {test}: no wgpu adapter; set {REQUIRE_ADAPTER_VAR}=1 to fail instead");
+    Ok(false)
+}
+
+/// Opens the default wgpu device for in-process tests, or `None` (after [`have_adapter`]
+/// said why) when there is no adapter.
+///
+/// The device is opened once per process and shared by the tests (a second device would
+/// compile and tune every kernel again). The first call also configures cubecl for this process: the tests' autotune level (unless
+/// [`AUTOTUNE_VAR`] is set) and the workspace `target/` as the autotune cache, which would
+/// otherwise be created in `cli/target/` (tests run with `cli/` as working directory).
+pub fn wgpu_device(test: &str) -> Result<Option<WgpuDevice>, TestError> {
+    if !have_adapter(test)? {
+        return Ok(None);
+    }
+    static DEVICE: OnceLock<Result<WgpuDevice, String>> = OnceLock::new();
+    let device = DEVICE.get_or_init(|| {
+        let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
+        if std::env::var_os(AUTOTUNE_VAR).is_none() {
+            config.autotune.level = AutotuneLevel::Minimal;
+        }
+        config.autotune.cache = CacheConfig::File(workspace_root().join("target"));
+        CubeClRuntimeConfig::set(config);
+        open_wgpu(None).map_err(|e| e.to_string())
+    });
+    Ok(Some(device.clone()?))
+}
+
+/// An array to write into a test archive: data and shape.
+#[derive(Debug, Clone)]
+pub enum NpzArray {
+    /// `<i4`, row-major.
+    I32(Vec<i32>, Vec<u64>),
+    /// `<i8`, row-major.
+    I64(Vec<i64>, Vec<u64>),
+    /// `<f4`, row-major.
+    F32(Vec<f32>, Vec<u64>),
+}
+
+/// Writes `arrays` as an `.npz` (deflate-compressed, as `np.savez_compressed` does).
+pub fn write_npz(path: &Path, arrays: &[(&str, NpzArray)]) -> TestResult {
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path)?);
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for (name, array) in arrays {
+        zip.start_file(format!("{name}.npy"), options)?;
+        match array {
+            NpzArray::I32(d, s) => write_array(&mut zip, d, s)?,
+            NpzArray::I64(d, s) => write_array(&mut zip, d, s)?,
+            NpzArray::F32(d, s) => write_array(&mut zip, d, s)?,
+        }
+    }
+    zip.finish()?.flush()?;
+    Ok(())
+}
+
+/// Writes one numeric array, row-major.
+fn write_array<T: Serialize + AutoSerialize + Copy>(
+    out: &mut impl Write,
+    data: &[T],
+    shape: &[u64],
+) -> std::io::Result<()> {
+    let mut writer = npyz::WriteOptions::<T>::new()
+        .default_dtype()
+        .shape(shape)
+        .order(Order::C)
+        .writer(out)
+        .begin_nd()?;
+    writer.extend(data.iter().copied())?;
+    writer.finish()
+}
+
+/// The arrays of a valid 6-node graph in the gnn-benchmark CSR layout: a path 0-1-2-3-4-5,
+/// 3 features per node (CSR), 2 classes.
+pub fn tiny_graph_arrays() -> Vec<(&'static str, NpzArray)> {
+    vec![
+        ("adj_data", NpzArray::F32(vec![1.0; 5], vec![5])),
+        ("adj_indices", NpzArray::I64(vec![1, 2, 3, 4, 5], vec![5])),
+        (
+            "adj_indptr",
+            NpzArray::I64(vec![0, 1, 2, 3, 4, 5, 5], vec![7]),
+        ),
+        ("adj_shape", NpzArray::I64(vec![6, 6], vec![2])),
+        (
+            "attr_data",
+            NpzArray::F32(vec![1.0, 2.0, 3.0, 1.0, 1.0, 0.5], vec![6]),
+        ),
+        (
+            "attr_indices",
+            NpzArray::I32(vec![0, 2, 1, 0, 1, 2], vec![6]),
+        ),
+        (
+            "attr_indptr",
+            NpzArray::I32(vec![0, 1, 2, 3, 4, 5, 6], vec![7]),
+        ),
+        ("attr_shape", NpzArray::I64(vec![6, 3], vec![2])),
+        ("labels", NpzArray::I64(vec![0, 0, 0, 1, 1, 1], vec![6])),
+    ]
+}
+
+/// [`tiny_graph_arrays`] with array `name` replaced by `array`.
+pub fn tiny_graph_with(name: &str, array: NpzArray) -> Vec<(&'static str, NpzArray)> {
+    tiny_graph_arrays()
+        .into_iter()
+        .map(|(n, a)| {
+            if n == name {
+                (n, array.clone())
+            } else {
+                (n, a)
+            }
+        })
+        .collect()
+}

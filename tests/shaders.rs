@@ -1,0 +1,53 @@
+//! Every WGSL shader parses, validates and translates with naga on the CPU, and declares
+//! exactly the bindings the Rust side binds (no adapter needed).
+
+use megagraph_engine::kernels::shaders::Shader;
+
+use crate::common::TestResult;
+
+#[test]
+fn every_shader_validates_and_translates_to_all_targets() -> TestResult {
+    for shader in Shader::ALL {
+        for source in [
+            shader.source().to_string(),
+            shader.specialised(&[("HEAD_DIM", 64)]),
+        ] {
+            let out = shader.translate(&source)?;
+            assert!(
+                !out.spirv.is_empty(),
+                "{}: empty SPIR-V",
+                shader.file_name()
+            );
+            for (target, text) in [("MSL", &out.msl), ("HLSL", &out.hlsl), ("GLSL", &out.glsl)] {
+                assert!(
+                    text.contains("main"),
+                    "{}: {target} has no entry point",
+                    shader.file_name()
+                );
+            }
+            let expected: Vec<u32> = (0..shader.binding_count() as u32).collect();
+            assert_eq!(out.bindings, expected, "{}: bindings", shader.file_name());
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn specialisation_replaces_the_constant_and_keeps_the_shader_valid() -> TestResult {
+    let source = Shader::AttentionBackwardQuery.specialised(&[("HEAD_DIM", 16), ("BUCKETS", 9)]);
+    assert!(source.contains("const HEAD_DIM: u32 = 16u;"));
+    assert!(source.contains("const BUCKETS: u32 = 9u;"));
+    Shader::AttentionBackwardQuery.translate(&source)?;
+    Ok(())
+}
+
+#[test]
+fn a_broken_shader_is_reported_with_its_name() {
+    let err = Shader::AttentionForward
+        .translate("fn main( {")
+        .expect_err("invalid WGSL must not translate");
+    assert!(
+        err.to_string().starts_with("attention_forward.wgsl: parse"),
+        "{err}"
+    );
+}
