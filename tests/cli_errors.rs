@@ -15,7 +15,7 @@ use crate::common::{
 /// Asserts `run` failed with exit code `code` (any non-zero code if `None`) and printed
 /// exactly one non-empty stderr line (wgpu's `XDG_RUNTIME_DIR` noise aside) that contains
 /// every one of `needles`, and no panic or backtrace.
-fn assert_one_line_error(run: &Run, code: Option<i32>, needles: &[&str]) {
+pub(crate) fn assert_one_line_error(run: &Run, code: Option<i32>, needles: &[&str]) {
     let all = run.describe();
     match code {
         Some(code) => assert_eq!(run.code, Some(code), "wrong exit code:\n{all}"),

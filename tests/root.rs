@@ -4,6 +4,7 @@
 //! `MEGAGRAPH_REQUIRE_ADAPTER=1` (as CI sets it).
 
 mod cli_errors;
+mod cli_plan;
 mod cli_train;
 mod common;
 mod kernels;

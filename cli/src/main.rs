@@ -21,6 +21,8 @@ enum Command {
     Devices(commands::devices::DevicesArgs),
     /// Train a Graph Transformer (on the embedded synthetic graph by default).
     Train(commands::train::TrainArgs),
+    /// Measure this machine's devices into a cluster spec for `plan`.
+    Profile(commands::profile::ProfileArgs),
     /// Find the hybrid parallel plan (dp × pp × cp) of least predicted step time.
     Plan(commands::plan::PlanArgs),
 }
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         Command::Devices(args) => commands::devices::run(&args),
         Command::Train(args) => commands::train::run(&args),
         Command::Plan(args) => commands::plan::run(&args),
+        Command::Profile(args) => commands::profile::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

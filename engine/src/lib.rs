@@ -5,6 +5,7 @@ mod error;
 pub mod graph;
 pub mod kernels;
 pub mod model;
+pub mod profile;
 pub mod train;
 
 pub use error::EngineError;

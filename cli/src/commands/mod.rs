@@ -2,6 +2,7 @@
 
 pub mod devices;
 pub mod plan;
+pub mod profile;
 pub mod train;
 
 use std::process::ExitCode;
@@ -22,7 +23,7 @@ pub fn report_usage_error(error: clap::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        eprintln!("error: a subcommand is required: devices, train or plan (see --help)");
+        eprintln!("error: a subcommand is required: devices, train, profile or plan (see --help)");
         return ExitCode::from(2);
     }
     let rendered = error.render().to_string();

@@ -1,0 +1,50 @@
+//! `megagraph profile`: measure this machine's devices into a `cluster.json` for `plan`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use megagraph_engine::profile::{ProfileOptions, profile};
+
+/// Options of `megagraph profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Measure N logical devices on the first adapter instead of one device per adapter.
+    #[arg(long)]
+    devices: Option<usize>,
+    /// Memory of each device in bytes (wgpu does not report a GPU's memory).
+    #[arg(long)]
+    device_memory: Option<u64>,
+    /// Where to write the cluster spec (schema_version 1).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Measures the devices and writes the cluster spec.
+pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
+    let measured = profile(&ProfileOptions {
+        logical_devices: args.devices,
+        device_memory: args.device_memory,
+    })?;
+    for m in &measured.measurements {
+        eprintln!(
+            "{}: attention {:.2} GFLOP/s, matmul {:.2} GFLOP/s, embedding gather {:.2} GB/s, memory {:.2} GB/s",
+            m.name,
+            m.attention_flops / 1e9,
+            m.matmul_flops / 1e9,
+            m.embedding_bytes_per_second / 1e9,
+            m.mem_bandwidth / 1e9
+        );
+    }
+    let link = &measured.cluster.link;
+    eprintln!(
+        "link (host-staged copy): {:.2} GB/s, latency {:.1} µs",
+        link.bandwidth / 1e9,
+        link.latency * 1e6
+    );
+    let json = serde_json::to_string_pretty(&measured.cluster)?;
+    std::fs::write(&args.out, json + "\n")
+        .with_context(|| format!("{}: cannot write the cluster spec", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! Measuring devices into a planner [`ClusterSpec`]: fused-attention, matmul (FFN) and
+//! embedding-gather throughput, memory bandwidth, and the host-staged copy link between
+//! devices.
+
+use std::time::Instant;
+
+use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use megagraph_planner::{ClusterSpec, DeviceSpec, Link, SCHEMA_VERSION};
+use serde::Serialize;
+
+use burn::backend::wgpu::WgpuDevice;
+
+use crate::{
+    EngineError,
+    device::{WgpuBackend, list_adapters, open_wgpu},
+    kernels::{AttentionInputs, BiasedAttentionBackend, pack_buckets},
+};
+
+/// Which devices to measure and what to assume where wgpu reports nothing.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileOptions {
+    /// Measure this many logical devices on adapter 0 instead of one device per adapter.
+    pub logical_devices: Option<usize>,
+    /// Memory of each device in bytes; wgpu does not report it for GPUs.
+    pub device_memory: Option<u64>,
+}
+
+/// What was measured of one device, beside the figures the planner reads.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceMeasurement {
+    /// Device name (adapter name, with the logical index when several share one adapter).
+    pub name: String,
+    /// Fused attention forward + backward, FLOP/s (the planner's `flops`).
+    pub attention_flops: f64,
+    /// f32 matmul as in the FFN, FLOP/s.
+    pub matmul_flops: f64,
+    /// Embedding-row gathers, bytes/s.
+    pub embedding_bytes_per_second: f64,
+    /// Elementwise read + write, bytes/s (the planner's `mem_bandwidth`).
+    pub mem_bandwidth: f64,
+}
+
+/// A measured cluster: the spec for the planner and the measurements behind it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Profile {
+    /// The spec `megagraph plan` reads.
+    pub cluster: ClusterSpec,
+    /// Per-device figures.
+    pub measurements: Vec<DeviceMeasurement>,
+}
+
+/// Seconds of the fastest of three runs of `work` after one warm-up run.
+fn best_seconds(mut work: impl FnMut()) -> f64 {
+    work();
+    (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            work();
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Fused attention forward + backward: 4·h·S²·d FLOP forward, 10·h·S²·d backward (with
+/// the recomputation of the scores).
+fn attention_flops(device: &WgpuDevice) -> f64 {
+    let (heads, seq, head_dim, buckets) = (4, 1024, 16, 7);
+    let random = |shape: [usize; 3]| {
+        Tensor::<WgpuBackend, 3>::random(shape, Distribution::Uniform(-1.0, 1.0), device)
+    };
+    let (q, k, v, d_out) = (
+        random([heads, seq, head_dim]),
+        random([heads, seq, head_dim]),
+        random([heads, seq, head_dim]),
+        random([heads, seq, head_dim]),
+    );
+    let table = Tensor::<WgpuBackend, 2>::zeros([heads, buckets], device);
+    let pairs = pack_buckets(&vec![1u8; seq * seq]);
+    let words = pairs.len();
+    let pairs = Tensor::<WgpuBackend, 1, Int>::from_data(TensorData::new(pairs, [words]), device);
+    let inputs = AttentionInputs {
+        q: q.into_primitive().tensor(),
+        k: k.into_primitive().tensor(),
+        v: v.into_primitive().tensor(),
+        table: table.into_primitive().tensor(),
+        pairs: pairs.into_primitive(),
+    };
+    let seconds = best_seconds(|| {
+        let saved = WgpuBackend::biased_attention(inputs.clone());
+        let grads = WgpuBackend::biased_attention_backward(
+            inputs.clone(),
+            saved,
+            d_out.clone().into_primitive().tensor(),
+        );
+        let d_table: Tensor<WgpuBackend, 2> =
+            Tensor::from_primitive(burn::tensor::TensorPrimitive::Float(grads.table));
+        let _ = d_table.into_data();
+    });
+    14.0 * (heads * seq * seq * head_dim) as f64 / seconds
+}
+
+fn matmul_flops(device: &WgpuDevice) -> f64 {
+    let (m, k, n) = (2048, 64, 128);
+    let a = Tensor::<WgpuBackend, 2>::random([m, k], Distribution::Default, device);
+    let b = Tensor::<WgpuBackend, 2>::random([k, n], Distribution::Default, device);
+    let seconds = best_seconds(|| {
+        let _ = a.clone().matmul(b.clone()).slice([0..1, 0..1]).into_data();
+    });
+    2.0 * (m * k * n) as f64 / seconds
+}
+
+fn embedding_bytes_per_second(device: &WgpuDevice) -> f64 {
+    let (rows, width, lookups): (usize, usize, usize) = (4096, 64, 1 << 16);
+    let table = Tensor::<WgpuBackend, 2>::random([rows, width], Distribution::Default, device);
+    let indices: Vec<i32> = (0..lookups).map(|i| ((i * 7919) % rows) as i32).collect();
+    let indices =
+        Tensor::<WgpuBackend, 1, Int>::from_data(TensorData::new(indices, [lookups]), device);
+    let seconds = best_seconds(|| {
+        let _ = table
+            .clone()
+            .select(0, indices.clone())
+            .slice([0..1, 0..1])
+            .into_data();
+    });
+    (lookups * width * 4) as f64 / seconds
+}
+
+fn mem_bandwidth(device: &WgpuDevice) -> f64 {
+    let len = 1 << 22;
+    let a = Tensor::<WgpuBackend, 1>::random([len], Distribution::Default, device);
+    let seconds = best_seconds(|| {
+        let _ = (a.clone() * 2.0).slice(0..1).into_data();
+    });
+    (2 * len * 4) as f64 / seconds
+}
+
+/// Host-staged copy from `from` to `to`: latency and bandwidth from a small and a large copy.
+fn host_staged_link(from: &WgpuDevice, to: &WgpuDevice) -> Link {
+    let copy_seconds = |len: usize| {
+        let t = Tensor::<WgpuBackend, 1>::random([len], Distribution::Default, from);
+        best_seconds(|| {
+            let moved = Tensor::<WgpuBackend, 1>::from_data(t.clone().into_data(), to);
+            let _ = moved.slice(0..1).into_data();
+        })
+    };
+    let (small, large) = (1usize << 8, 1usize << 20);
+    let (t_small, t_large) = (copy_seconds(small), copy_seconds(large));
+    let bandwidth = ((large - small) * 4) as f64 / (t_large - t_small).max(1e-9);
+    let latency = (t_small - (small * 4) as f64 / bandwidth).max(0.0);
+    Link { bandwidth, latency }
+}
+
+fn host_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Measures the devices and returns the cluster spec with the measurements behind it.
+///
+/// Memory: `device_memory` when given; for software (CPU) adapters the host's memory shared
+/// evenly; otherwise an error, since wgpu does not report a GPU's memory.
+pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
+    let adapters = list_adapters();
+    if adapters.is_empty() {
+        return Err(EngineError::NoAdapter);
+    }
+    let targets: Vec<(usize, String)> = match options.logical_devices {
+        Some(0) => {
+            return Err(EngineError::InvalidOptions(
+                "--devices must be at least 1".into(),
+            ));
+        }
+        Some(n) => (0..n)
+            .map(|i| (0, format!("{} #{i}", adapters[0].name)))
+            .collect(),
+        None => adapters.iter().map(|a| (a.index, a.name.clone())).collect(),
+    };
+    let devices = targets
+        .iter()
+        .map(|(index, _)| open_wgpu(Some(*index)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut specs = Vec::new();
+    let mut measurements = Vec::new();
+    for ((index, name), device) in targets.iter().zip(&devices) {
+        let memory = match options.device_memory {
+            Some(bytes) => bytes,
+            None if adapters[*index].device_type == "Cpu" => {
+                host_memory_bytes().ok_or_else(|| {
+                    EngineError::InvalidOptions(
+                        "cannot read /proc/meminfo; pass --device-memory".into(),
+                    )
+                })? / targets.len() as u64
+            }
+            None => {
+                return Err(EngineError::InvalidOptions(format!(
+                    "wgpu does not report the memory of \"{name}\"; pass --device-memory BYTES"
+                )));
+            }
+        };
+        let measured = DeviceMeasurement {
+            name: name.clone(),
+            attention_flops: attention_flops(device),
+            matmul_flops: matmul_flops(device),
+            embedding_bytes_per_second: embedding_bytes_per_second(device),
+            mem_bandwidth: mem_bandwidth(device),
+        };
+        specs.push(DeviceSpec {
+            name: name.clone(),
+            memory_bytes: memory as f64,
+            flops: measured.attention_flops,
+            mem_bandwidth: measured.mem_bandwidth,
+        });
+        measurements.push(measured);
+    }
+    let link = match devices.as_slice() {
+        [first, second, ..] => host_staged_link(first, second),
+        _ => Link {
+            bandwidth: measurements[0].mem_bandwidth,
+            latency: 0.0,
+        },
+    };
+    let cluster = ClusterSpec {
+        schema_version: SCHEMA_VERSION,
+        devices: specs,
+        link,
+        links: Vec::new(),
+    };
+    cluster
+        .validate()
+        .map_err(|e| EngineError::InvalidOptions(format!("measured cluster is invalid: {e}")))?;
+    Ok(Profile {
+        cluster,
+        measurements,
+    })
+}

@@ -1,0 +1,108 @@
+//! `megagraph profile` and `megagraph plan` end to end: a measured cluster spec that the
+//! planner accepts, a plan on it, and one-line errors for bad specs.
+
+use megagraph_planner::{Plan, load_cluster};
+
+use crate::cli_errors::assert_one_line_error;
+use crate::common::{TestResult, have_adapter, megagraph, workspace_root};
+
+#[test]
+fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
+    if !have_adapter("profile_writes_a_cluster_that_plan_accepts")? {
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let cluster = dir.path().join("cluster.json");
+    let cluster_arg = cluster.to_str().ok_or("temp path is not UTF-8")?;
+    let run = megagraph(&["profile", "--devices", "2", "--out", cluster_arg])?;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let spec = load_cluster(&cluster)?;
+    assert_eq!(spec.devices.len(), 2);
+    for device in &spec.devices {
+        assert!(
+            device.flops > 0.0 && device.mem_bandwidth > 0.0 && device.memory_bytes > 0.0,
+            "{device:?}"
+        );
+    }
+    assert!(
+        spec.link.bandwidth > 0.0 && spec.link.latency >= 0.0,
+        "{:?}",
+        spec.link
+    );
+
+    let model = workspace_root().join("examples/models/cora-gt.json");
+    let plan_path = dir.path().join("plan.json");
+    let run = megagraph(&[
+        "plan",
+        "--cluster",
+        cluster_arg,
+        "--model",
+        model.to_str().ok_or("path is not UTF-8")?,
+        "--out",
+        plan_path.to_str().ok_or("temp path is not UTF-8")?,
+        "--json",
+    ])?;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let printed: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
+    for key in [
+        "config",
+        "stages",
+        "node_shares",
+        "micro_batches",
+        "predicted_step_seconds",
+        "predicted_peak_bytes",
+        "fits",
+        "baselines",
+    ] {
+        assert!(
+            printed.get(key).is_some(),
+            "plan JSON lacks {key}: {printed}"
+        );
+    }
+    let saved = Plan::load(&plan_path)?;
+    assert_eq!(serde_json::to_value(&saved)?["config"], printed["config"]);
+    Ok(())
+}
+
+#[test]
+fn plan_rejects_bad_specs_in_one_line() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let model = workspace_root().join("examples/models/cora-gt.json");
+    let model = model.to_str().ok_or("path is not UTF-8")?;
+    let cases = [
+        (
+            "negative.json",
+            r#"{"schema_version":1,"devices":[{"name":"a","memory_bytes":-5,"flops":1e12,"mem_bandwidth":1e11}],"link":{"bandwidth":1e9,"latency":1e-6}}"#,
+            "memory_bytes",
+        ),
+        (
+            "empty.json",
+            r#"{"schema_version":1,"devices":[],"link":{"bandwidth":1e9,"latency":1e-6}}"#,
+            "device",
+        ),
+        (
+            "version.json",
+            r#"{"schema_version":7,"devices":[],"link":{"bandwidth":1e9,"latency":1e-6}}"#,
+            "schema_version",
+        ),
+        (
+            "broken.json",
+            r#"{"schema_version":1,"devices":["#,
+            "broken.json",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text)?;
+        let run = megagraph(&[
+            "plan",
+            "--cluster",
+            path.to_str().ok_or("temp path is not UTF-8")?,
+            "--model",
+            model,
+        ])?;
+        assert_one_line_error(&run, Some(1), &[name, needle]);
+    }
+    Ok(())
+}
