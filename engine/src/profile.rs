@@ -25,19 +25,45 @@ pub struct ProfileOptions {
     pub device_memory: Option<u64>,
 }
 
+/// A throughput measured at one problem size.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SizedRate {
+    /// The size that varies: sequence length, matmul rows or gathered rows.
+    pub size: usize,
+    /// FLOP/s or bytes/s.
+    pub rate: f64,
+}
+
+/// The highest rate of a series.
+fn best(rates: &[SizedRate]) -> f64 {
+    rates.iter().map(|r| r.rate).fold(0.0, f64::max)
+}
+
 /// What was measured of one device, beside the figures the planner reads.
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceMeasurement {
     /// Device name (adapter name, with the logical index when several share one adapter).
     pub name: String,
-    /// Fused attention forward + backward, FLOP/s (the planner's `flops`).
-    pub attention_flops: f64,
-    /// f32 matmul as in the FFN, FLOP/s.
-    pub matmul_flops: f64,
-    /// Embedding-row gathers, bytes/s.
-    pub embedding_bytes_per_second: f64,
+    /// Fused attention forward + backward, FLOP/s, per sequence length (the best is the
+    /// planner's `flops`).
+    pub attention_flops: Vec<SizedRate>,
+    /// f32 matmul shaped as in the FFN (rows × 64 × 128), FLOP/s, per row count.
+    pub matmul_flops: Vec<SizedRate>,
+    /// Embedding-row gathers (64 floats a row), bytes/s, per number of rows gathered.
+    pub embedding_bytes_per_second: Vec<SizedRate>,
     /// Elementwise read + write, bytes/s (the planner's `mem_bandwidth`).
     pub mem_bandwidth: f64,
+}
+
+/// Measures `rate(size)` at each size.
+fn series(sizes: &[usize], rate: impl Fn(usize) -> f64) -> Vec<SizedRate> {
+    sizes
+        .iter()
+        .map(|&size| SizedRate {
+            size,
+            rate: rate(size),
+        })
+        .collect()
 }
 
 /// A measured cluster: the spec for the planner and the measurements behind it.
@@ -63,8 +89,8 @@ fn best_seconds(mut work: impl FnMut()) -> f64 {
 
 /// Fused attention forward + backward: 4·h·S²·d FLOP forward, 10·h·S²·d backward (with
 /// the recomputation of the scores).
-fn attention_flops(device: &WgpuDevice) -> f64 {
-    let (heads, seq, head_dim, buckets) = (4, 1024, 16, 7);
+fn attention_flops(device: &WgpuDevice, seq: usize) -> f64 {
+    let (heads, head_dim, buckets) = (4, 16, 7);
     let random = |shape: [usize; 3]| {
         Tensor::<WgpuBackend, 3>::random(shape, Distribution::Uniform(-1.0, 1.0), device)
     };
@@ -99,8 +125,8 @@ fn attention_flops(device: &WgpuDevice) -> f64 {
     14.0 * (heads * seq * seq * head_dim) as f64 / seconds
 }
 
-fn matmul_flops(device: &WgpuDevice) -> f64 {
-    let (m, k, n) = (2048, 64, 128);
+fn matmul_flops(device: &WgpuDevice, m: usize) -> f64 {
+    let (k, n) = (64, 128);
     let a = Tensor::<WgpuBackend, 2>::random([m, k], Distribution::Default, device);
     let b = Tensor::<WgpuBackend, 2>::random([k, n], Distribution::Default, device);
     let seconds = best_seconds(|| {
@@ -109,8 +135,8 @@ fn matmul_flops(device: &WgpuDevice) -> f64 {
     2.0 * (m * k * n) as f64 / seconds
 }
 
-fn embedding_bytes_per_second(device: &WgpuDevice) -> f64 {
-    let (rows, width, lookups): (usize, usize, usize) = (4096, 64, 1 << 16);
+fn embedding_bytes_per_second(device: &WgpuDevice, lookups: usize) -> f64 {
+    let (rows, width): (usize, usize) = (4096, 64);
     let table = Tensor::<WgpuBackend, 2>::random([rows, width], Distribution::Default, device);
     let indices: Vec<i32> = (0..lookups).map(|i| ((i * 7919) % rows) as i32).collect();
     let indices =
@@ -206,15 +232,17 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         };
         let measured = DeviceMeasurement {
             name: name.clone(),
-            attention_flops: attention_flops(device),
-            matmul_flops: matmul_flops(device),
-            embedding_bytes_per_second: embedding_bytes_per_second(device),
+            attention_flops: series(&[256, 1024], |seq| attention_flops(device, seq)),
+            matmul_flops: series(&[512, 4096], |rows| matmul_flops(device, rows)),
+            embedding_bytes_per_second: series(&[1 << 12, 1 << 16], |n| {
+                embedding_bytes_per_second(device, n)
+            }),
             mem_bandwidth: mem_bandwidth(device),
         };
         specs.push(DeviceSpec {
             name: name.clone(),
             memory_bytes: memory as f64,
-            flops: measured.attention_flops,
+            flops: best(&measured.attention_flops),
             mem_bandwidth: measured.mem_bandwidth,
         });
         measurements.push(measured);

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use megagraph_engine::profile::{ProfileOptions, profile};
+use megagraph_engine::profile::{ProfileOptions, SizedRate, profile};
 
 /// Options of `megagraph profile`.
 #[derive(Debug, Args)]
@@ -28,11 +28,11 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
     })?;
     for m in &measured.measurements {
         eprintln!(
-            "{}: attention {:.2} GFLOP/s, matmul {:.2} GFLOP/s, embedding gather {:.2} GB/s, memory {:.2} GB/s",
+            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s",
             m.name,
-            m.attention_flops / 1e9,
-            m.matmul_flops / 1e9,
-            m.embedding_bytes_per_second / 1e9,
+            giga(&m.attention_flops),
+            giga(&m.matmul_flops),
+            giga(&m.embedding_bytes_per_second),
             m.mem_bandwidth / 1e9
         );
     }
@@ -47,4 +47,13 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
         .with_context(|| format!("{}: cannot write the cluster spec", args.out.display()))?;
     eprintln!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// `2.31@256 2.65@1024`: each rate in units of 10⁹ at its size.
+fn giga(rates: &[SizedRate]) -> String {
+    rates
+        .iter()
+        .map(|r| format!("{:.2}@{}", r.rate / 1e9, r.size))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
