@@ -44,8 +44,7 @@ pub struct AdapterSummary {
 }
 
 /// An instance over the primary APIs (Vulkan, Metal, DX12) when they have an adapter, else
-/// over every API (GL too), with its compute-capable adapters, most capable first. Not probing
-/// GL needlessly also keeps EGL's warnings away.
+/// over every API (GL too), with its compute-capable adapters, most capable first.
 fn instance() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
     for backends in [wgpu::Backends::PRIMARY, wgpu::Backends::all()] {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
