@@ -3,6 +3,7 @@
 //! Tests that need a wgpu adapter skip loudly without one, or fail when
 //! `MEGAGRAPH_REQUIRE_ADAPTER=1` (as CI sets it).
 
+mod cli_bench;
 mod cli_errors;
 mod cli_plan;
 mod cli_train;

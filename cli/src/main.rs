@@ -21,6 +21,9 @@ enum Command {
     Devices(commands::devices::DevicesArgs),
     /// Train a Graph Transformer (on the embedded synthetic graph by default).
     Train(commands::train::TrainArgs),
+    /// Benchmark a kernel against its reference.
+    #[command(subcommand)]
+    Bench(commands::bench::BenchCommand),
     /// Measure this machine's devices into a cluster spec for `plan`.
     Profile(commands::profile::ProfileArgs),
     /// Find the hybrid parallel plan (dp × pp × cp) of least predicted step time.
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Train(args) => commands::train::run(&args),
         Command::Plan(args) => commands::plan::run(&args),
         Command::Profile(args) => commands::profile::run(&args),
+        Command::Bench(command) => commands::bench::run(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

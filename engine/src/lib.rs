@@ -1,5 +1,6 @@
 //! MegaGraph engine: graph data, the Graph Transformer model, devices and training.
 
+pub mod bench;
 pub mod device;
 mod error;
 pub mod graph;

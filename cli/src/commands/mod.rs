@@ -1,5 +1,6 @@
 //! The subcommands, each thin over the engine and the planner.
 
+pub mod bench;
 pub mod devices;
 pub mod plan;
 pub mod profile;
@@ -23,7 +24,9 @@ pub fn report_usage_error(error: clap::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        eprintln!("error: a subcommand is required: devices, train, profile or plan (see --help)");
+        eprintln!(
+            "error: a subcommand is required: devices, train, bench, profile or plan (see --help)"
+        );
         return ExitCode::from(2);
     }
     let rendered = error.render().to_string();
