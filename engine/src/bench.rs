@@ -2,8 +2,6 @@
 //! adapter, forward + backward, with time, peak device memory and GFLOP/s beside the device's
 //! measured matmul GFLOP/s.
 
-use std::time::Instant;
-
 use burn::{
     backend::wgpu::WgpuDevice,
     tensor::{Distribution, Int, Tensor, TensorData, backend::Backend},
@@ -14,6 +12,7 @@ use crate::{
     EngineError,
     device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
     kernels::{biased_attention, pack_buckets, reference},
+    timing::best_seconds,
 };
 
 /// Shape of one attention benchmark.
@@ -53,18 +52,6 @@ pub struct AttentionBenchReport {
     pub matmul_peak_gflops: f64,
     /// burn's ndarray matmul on the host CPU (512³), GFLOP/s, for comparison.
     pub host_matmul_gflops: f64,
-}
-
-/// Best wall-clock seconds of three runs after one warm-up.
-fn best_seconds(mut work: impl FnMut()) -> f64 {
-    work();
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            work();
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 fn matmul_gflops<B: Backend>(device: &B::Device) -> f64 {

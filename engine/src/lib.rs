@@ -7,6 +7,7 @@ pub mod graph;
 pub mod kernels;
 pub mod model;
 pub mod profile;
+mod timing;
 pub mod train;
 
 pub use error::EngineError;

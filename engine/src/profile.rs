@@ -2,8 +2,6 @@
 //! embedding-gather throughput, memory bandwidth, and the host-staged copy link between
 //! devices.
 
-use std::time::Instant;
-
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use megagraph_planner::{ClusterSpec, DeviceSpec, Link, SCHEMA_VERSION};
 use serde::Serialize;
@@ -14,6 +12,7 @@ use crate::{
     EngineError,
     device::{WgpuBackend, list_adapters, open_wgpu},
     kernels::{AttentionInputs, BiasedAttentionBackend, pack_buckets},
+    timing::best_seconds,
 };
 
 /// Which devices to measure and what to assume where wgpu reports nothing.
@@ -73,18 +72,6 @@ pub struct Profile {
     pub cluster: ClusterSpec,
     /// Per-device figures.
     pub measurements: Vec<DeviceMeasurement>,
-}
-
-/// Seconds of the fastest of three runs of `work` after one warm-up run.
-fn best_seconds(mut work: impl FnMut()) -> f64 {
-    work();
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            work();
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 /// Fused attention forward + backward: 4·h·S²·d FLOP forward, 10·h·S²·d backward (with
