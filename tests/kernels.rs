@@ -6,9 +6,9 @@
 
 use megagraph_engine::{
     burn::backend::wgpu::WgpuDevice,
-    burn::tensor::{Distribution, Int, Tensor, TensorData},
+    burn::tensor::{Distribution, Tensor, TensorData},
     device::{CpuAutodiff, WgpuAutodiff},
-    kernels::{biased_attention, pack_buckets, reference},
+    kernels::{biased_attention, pairs_tensor, reference},
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
@@ -35,7 +35,7 @@ fn run<
 >(
     case: &Case,
     host: &[Vec<f32>; 5],
-    pairs: &[i32],
+    buckets: &[u8],
     fused: bool,
     device: &B::Device,
 ) -> Results {
@@ -47,8 +47,7 @@ fn run<
     let table =
         Tensor::<B, 2>::from_data(TensorData::new(host[3].clone(), [h, nb]), device).require_grad();
     let weight = Tensor::<B, 3>::from_data(TensorData::new(host[4].clone(), [h, s, d]), device);
-    let pairs =
-        Tensor::<B, 1, Int>::from_data(TensorData::new(pairs.to_vec(), [pairs.len()]), device);
+    let pairs = pairs_tensor::<B>(buckets, device);
     let out = if fused {
         biased_attention(q.clone(), k.clone(), v.clone(), table.clone(), pairs)
     } else {
@@ -91,9 +90,8 @@ fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
             }
         })
         .collect();
-    let pairs = pack_buckets(&buckets);
-    let fused = run::<WgpuAutodiff>(case, &host, &pairs, true, device);
-    let oracle = run::<CpuAutodiff>(case, &host, &pairs, false, &Default::default());
+    let fused = run::<WgpuAutodiff>(case, &host, &buckets, true, device);
+    let oracle = run::<CpuAutodiff>(case, &host, &buckets, false, &Default::default());
     for (name, (f, r)) in ["output", "dQ", "dK", "dV", "dTable"]
         .iter()
         .zip(fused.iter().zip(&oracle))
@@ -182,11 +180,7 @@ fn fused_attention_keeps_no_square_buffer() -> TestResult {
     let q: Tensor<WgpuAutodiff, 3> =
         Tensor::random([h, s, d], Distribution::Uniform(-1.0, 1.0), &device).require_grad();
     let table: Tensor<WgpuAutodiff, 2> = Tensor::zeros([h, 7], &device).require_grad();
-    let pairs = pack_buckets(&vec![6u8; s * s]);
-    let pairs = Tensor::<WgpuAutodiff, 1, Int>::from_data(
-        TensorData::new(pairs.clone(), [pairs.len()]),
-        &device,
-    );
+    let pairs = pairs_tensor::<WgpuAutodiff>(&vec![6u8; s * s], &device);
     let out = biased_attention(q.clone(), q.clone(), q.clone(), table.clone(), pairs);
     let grads = out.sum().backward();
     let d_table: Vec<f32> = table.grad(&grads).expect("tracked").into_data().to_vec()?;

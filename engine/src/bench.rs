@@ -4,14 +4,14 @@
 
 use burn::{
     backend::wgpu::WgpuDevice,
-    tensor::{Distribution, Int, Tensor, TensorData, backend::Backend},
+    tensor::{Distribution, Tensor, backend::Backend},
 };
 use serde::Serialize;
 
 use crate::{
     EngineError,
     device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
-    kernels::{biased_attention, pack_buckets, reference},
+    kernels::{biased_attention, pairs_tensor, reference},
     timing::best_seconds,
 };
 
@@ -78,9 +78,7 @@ fn run(shape: AttentionBench, fused: bool, device: &WgpuDevice) -> (f64, u64) {
     let (q, k, v) = (random(), random(), random());
     let table = Tensor::<WgpuAutodiff, 2>::zeros([h, 7], device).require_grad();
     let buckets: Vec<u8> = (0..s * s).map(|p| (p % 7) as u8).collect();
-    let words = pack_buckets(&buckets);
-    let len = words.len();
-    let pairs = Tensor::<WgpuAutodiff, 1, Int>::from_data(TensorData::new(words, [len]), device);
+    let pairs = pairs_tensor::<WgpuAutodiff>(&buckets, device);
     let seconds = best_seconds(|| {
         let (q, k, v, t, p) = (
             q.clone(),

@@ -11,7 +11,7 @@ use burn::backend::wgpu::WgpuDevice;
 use crate::{
     EngineError,
     device::{WgpuBackend, list_adapters, open_wgpu},
-    kernels::{AttentionInputs, BiasedAttentionBackend, pack_buckets},
+    kernels::{AttentionInputs, BiasedAttentionBackend, pairs_tensor},
     timing::best_seconds,
 };
 
@@ -88,16 +88,8 @@ fn attention_flops(device: &WgpuDevice, seq: usize) -> f64 {
         random([heads, seq, head_dim]),
     );
     let table = Tensor::<WgpuBackend, 2>::zeros([heads, buckets], device);
-    let pairs = pack_buckets(&vec![1u8; seq * seq]);
-    let words = pairs.len();
-    let pairs = Tensor::<WgpuBackend, 1, Int>::from_data(TensorData::new(pairs, [words]), device);
-    let inputs = AttentionInputs {
-        q: q.into_primitive().tensor(),
-        k: k.into_primitive().tensor(),
-        v: v.into_primitive().tensor(),
-        table: table.into_primitive().tensor(),
-        pairs: pairs.into_primitive(),
-    };
+    let pairs = pairs_tensor::<WgpuBackend>(&vec![1u8; seq * seq], device);
+    let inputs = AttentionInputs::from_tensors(q, k, v, table, pairs);
     let seconds = best_seconds(|| {
         let saved = WgpuBackend::biased_attention(inputs.clone());
         let grads = WgpuBackend::biased_attention_backward(

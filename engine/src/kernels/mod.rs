@@ -13,7 +13,7 @@ pub mod shaders;
 mod wgpu;
 
 use burn::tensor::{
-    Int, Tensor, TensorPrimitive,
+    Int, Tensor, TensorData, TensorPrimitive,
     backend::Backend,
     ops::{FloatTensor, IntTensor},
 };
@@ -57,6 +57,25 @@ pub struct AttentionInputs<B: Backend> {
     pub pairs: IntTensor<B>,
 }
 
+impl<B: Backend> AttentionInputs<B> {
+    /// The inputs as backend primitives, from tensors.
+    pub fn from_tensors(
+        q: Tensor<B, 3>,
+        k: Tensor<B, 3>,
+        v: Tensor<B, 3>,
+        table: Tensor<B, 2>,
+        pairs: Tensor<B, 1, Int>,
+    ) -> Self {
+        Self {
+            q: q.into_primitive().tensor(),
+            k: k.into_primitive().tensor(),
+            v: v.into_primitive().tensor(),
+            table: table.into_primitive().tensor(),
+            pairs: pairs.into_primitive(),
+        }
+    }
+}
+
 /// A backend that runs topology-biased attention:
 /// `softmax(q·kᵀ/√d + table[h, bucket(i, j)]) · v` per head.
 pub trait BiasedAttentionBackend: Backend {
@@ -80,13 +99,7 @@ pub fn biased_attention<B: BiasedAttentionBackend>(
     table: Tensor<B, 2>,
     pairs: Tensor<B, 1, Int>,
 ) -> Tensor<B, 3> {
-    let saved = B::biased_attention(AttentionInputs {
-        q: q.into_primitive().tensor(),
-        k: k.into_primitive().tensor(),
-        v: v.into_primitive().tensor(),
-        table: table.into_primitive().tensor(),
-        pairs: pairs.into_primitive(),
-    });
+    let saved = B::biased_attention(AttentionInputs::from_tensors(q, k, v, table, pairs));
     Tensor::from_primitive(TensorPrimitive::Float(saved.output))
 }
 
@@ -100,6 +113,13 @@ pub fn pack_buckets(buckets: &[u8]) -> Vec<i32> {
             i32::from_le_bytes(word)
         })
         .collect()
+}
+
+/// The one-byte buckets of all S² pairs as the packed tensor the kernels read, on `device`.
+pub fn pairs_tensor<B: Backend>(buckets: &[u8], device: &B::Device) -> Tensor<B, 1, Int> {
+    let words = pack_buckets(buckets);
+    let len = words.len();
+    Tensor::from_data(TensorData::new(words, [len]), device)
 }
 
 #[cfg(test)]

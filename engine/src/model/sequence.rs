@@ -3,7 +3,7 @@
 use burn::tensor::{Int, Tensor, TensorData, backend::Backend};
 
 use crate::graph::{Csr, Graph, distance_buckets, gcn_normalized_edges, induced_subgraph};
-use crate::kernels::pack_buckets;
+use crate::kernels::pairs_tensor;
 
 /// The normalised message-passing edges of a sequence (self-loops included).
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ pub struct SequenceTensors<B: Backend> {
     /// Degree of each node in the whole graph, clamped to the model's `max_degree`.
     pub degrees: Tensor<B, 1, Int>,
     /// Distance bucket of every ordered node pair, row-major, packed four one-byte buckets
-    /// per word (see [`pack_buckets`]): `[ceil(S² / 4)]`.
+    /// per word (see [`pack_buckets`](crate::kernels::pack_buckets)): `[ceil(S² / 4)]`.
     pub buckets: Tensor<B, 1, Int>,
     /// Message-passing edges inside the sequence.
     pub edges: EdgeTensors<B>,
@@ -82,7 +82,6 @@ impl HostSequence {
             .iter()
             .map(|&n| graph.adjacency().degree(n as usize).min(max_degree) as i32)
             .collect();
-        let buckets = pack_buckets(&self.buckets);
         let (dst, src, weight) = gcn_normalized_edges(&self.adjacency);
         let edge_count = weight.len();
         SequenceTensors {
@@ -91,7 +90,7 @@ impl HostSequence {
             feature_cols: int_tensor(cols, device),
             feature_values: column_tensor(values, device),
             degrees: int_tensor(degrees, device),
-            buckets: int_tensor(buckets, device),
+            buckets: pairs_tensor(&self.buckets, device),
             edges: EdgeTensors {
                 dst: int_tensor(dst.into_iter().map(|v| v as i32).collect(), device),
                 src: int_tensor(src.into_iter().map(|v| v as i32).collect(), device),
