@@ -5,15 +5,18 @@
 //   1 k        vec4<f32> [heads, seq, head_dim / 4]
 //   2 v        vec4<f32> [heads, seq, head_dim / 4]
 //   3 table    f32 [heads, buckets]
-//   4 pairs    u32 [ceil(seq*seq / 4)]       one-byte bucket of pair (i, j) at byte i*seq + j
+//   4 pairs    u32 [ceil(row_count*seq / 4)] one block of query rows: bucket of pair (i, j) at byte
+//                                          (i - row_start)*seq + j
 //   5 d_out    vec4<f32> [heads, seq, head_dim / 4]    gradient of the attention output
 //   6 lse      f32 [heads, seq]              saved by the forward
 //   7 delta    f32 [heads, seq]              rowsum(d_out * out), computed by the host
 //   8 d_k      vec4<f32> [heads, seq, head_dim / 4]    gradient of the keys (written)
 //   9 d_v      vec4<f32> [heads, seq, head_dim / 4]    gradient of the values (written)
 //  10 params   Params
-// Dispatch: workgroups (ceil(seq / 64), heads, 1); one invocation per (key column, head).
-// HEAD_DIM is specialised by the host before compilation.
+// Dispatch, once per block of pair rows: workgroups (ceil(seq / (64 * ROWS)), heads, 1); one
+// invocation per ROWS consecutive key columns of one head, over the block's query rows; the
+// first block writes d_k and d_v, later ones (accumulate = 1) add to them.
+// HEAD_DIM and BUCKETS are specialised by the host before compilation.
 
 struct Params {
     heads: u32,
@@ -21,13 +24,16 @@ struct Params {
     head_dim: u32,
     buckets: u32,
     scale: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    row_start: u32,
+    row_count: u32,
+    accumulate: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
+const BUCKETS: u32 = 7u;
+const ROWS: u32 = 4u;
+const SMALL_TABLE: u32 = 16u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -41,52 +47,95 @@ const VEC: u32 = HEAD_DIM / 4u;
 @group(0) @binding(9) var<storage, read_write> d_v: array<vec4<f32>>;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
-fn bucket_of(row: u32, col: u32) -> u32 {
-    let pair = row * params.seq + col;
-    return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
+var<private> bias_row: array<f32, BUCKETS>;
+
+fn bias(table_base: u32, bucket: u32) -> f32 {
+    if (BUCKETS <= SMALL_TABLE) {
+        var value = bias_row[0];
+        for (var b = 1u; b < BUCKETS; b++) {
+            value = select(value, bias_row[b], bucket == b);
+        }
+        return value;
+    }
+    return table[table_base + bucket];
 }
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let col = gid.x;
-    let head = gid.y;
     let seq = params.seq;
-    if (col >= seq || head >= params.heads) {
-        return;
-    }
+    let head = gid.y;
+    let first = gid.x * ROWS;
     let head_base = head * seq * VEC;
-    let col_base = head_base + col * VEC;
-    let bias_base = head * params.buckets;
-
-    var kj: array<vec4<f32>, VEC>;
-    var vj: array<vec4<f32>, VEC>;
-    var dk: array<vec4<f32>, VEC>;
-    var dv: array<vec4<f32>, VEC>;
-    for (var c = 0u; c < VEC; c++) {
-        kj[c] = k[col_base + c];
-        vj[c] = v[col_base + c];
-        dk[c] = vec4<f32>(0.0);
-        dv[c] = vec4<f32>(0.0);
+    let table_base = head * params.buckets;
+    if (BUCKETS <= SMALL_TABLE) {
+        for (var b = 0u; b < BUCKETS; b++) {
+            bias_row[b] = table[table_base + b];
+        }
     }
 
-    for (var row = 0u; row < seq; row++) {
+    var cols: array<u32, ROWS>;
+    var kj: array<array<vec4<f32>, VEC>, ROWS>;
+    var vj: array<array<vec4<f32>, VEC>, ROWS>;
+    var dk: array<array<vec4<f32>, VEC>, ROWS>;
+    var dv: array<array<vec4<f32>, VEC>, ROWS>;
+    for (var r = 0u; r < ROWS; r++) {
+        cols[r] = min(first + r, seq - 1u);
+        let col_base = head_base + cols[r] * VEC;
+        for (var c = 0u; c < VEC; c++) {
+            kj[r][c] = k[col_base + c] * params.scale;
+            vj[r][c] = v[col_base + c];
+            dk[r][c] = vec4<f32>(0.0);
+            dv[r][c] = vec4<f32>(0.0);
+        }
+    }
+
+    let end = params.row_start + params.row_count;
+    for (var row = params.row_start; row < end; row++) {
         let row_base = head_base + row * VEC;
-        var score = table[bias_base + bucket_of(row, col)];
-        var dp = 0.0;
+        var qi: array<vec4<f32>, VEC>;
+        var doi: array<vec4<f32>, VEC>;
         for (var c = 0u; c < VEC; c++) {
-            score += dot(q[row_base + c], kj[c]) * params.scale;
-            dp += dot(d_out[row_base + c], vj[c]);
+            qi[c] = q[row_base + c];
+            doi[c] = d_out[row_base + c];
         }
-        let p = exp(score - lse[head * seq + row]);
-        let ds = p * (dp - delta[head * seq + row]);
-        for (var c = 0u; c < VEC; c++) {
-            dv[c] += p * d_out[row_base + c];
-            dk[c] += ds * q[row_base + c];
+        let row_lse = lse[head * seq + row];
+        let row_delta = delta[head * seq + row];
+        // The ROWS buckets of this row lie in two consecutive words from the first column's.
+        let first_pair = (row - params.row_start) * seq + cols[0];
+        let word = first_pair >> 2u;
+        let low = pairs[word];
+        let high = pairs[word + 1u];
+        for (var r = 0u; r < ROWS; r++) {
+            let at = (first_pair & 3u) + (cols[r] - cols[0]);
+            let bucket = (select(low, high, at >= 4u) >> ((at & 3u) * 8u)) & 0xffu;
+            var score = bias(table_base, bucket);
+            var dp = 0.0;
+            for (var c = 0u; c < VEC; c++) {
+                score += dot(qi[c], kj[r][c]);
+                dp += dot(doi[c], vj[r][c]);
+            }
+            let p = exp(score - row_lse);
+            let ds = p * (dp - row_delta);
+            for (var c = 0u; c < VEC; c++) {
+                dv[r][c] += p * doi[c];
+                dk[r][c] += ds * qi[c];
+            }
         }
     }
 
-    for (var c = 0u; c < VEC; c++) {
-        d_k[col_base + c] = dk[c] * params.scale;
-        d_v[col_base + c] = dv[c];
+    for (var r = 0u; r < ROWS; r++) {
+        let col = first + r;
+        if (col < seq) {
+            for (var c = 0u; c < VEC; c++) {
+                let at = head_base + col * VEC + c;
+                if (params.accumulate == 1u) {
+                    d_k[at] += dk[r][c] * params.scale;
+                    d_v[at] += dv[r][c];
+                } else {
+                    d_k[at] = dk[r][c] * params.scale;
+                    d_v[at] = dv[r][c];
+                }
+            }
+        }
     }
 }

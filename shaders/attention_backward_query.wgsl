@@ -5,7 +5,8 @@
 //   1 k        vec4<f32> [heads, seq, head_dim / 4]
 //   2 v        vec4<f32> [heads, seq, head_dim / 4]
 //   3 table    f32 [heads, buckets]
-//   4 pairs    u32 [ceil(seq*seq / 4)]       one-byte bucket of pair (i, j) at byte i*seq + j
+//   4 pairs    u32 [ceil(row_count*seq / 4)] one block of query rows: bucket of pair (i, j) at byte
+//                                          (i - row_start)*seq + j
 //   5 d_out    vec4<f32> [heads, seq, head_dim / 4]    gradient of the attention output
 //   6 lse      f32 [heads, seq]              saved by the forward
 //   7 delta    f32 [heads, seq]              rowsum(d_out * out), computed by the host
@@ -13,7 +14,8 @@
 //   9 d_bias   f32 [heads, seq, buckets]     per-row partial sums of the bias-table gradient (written;
 //                                            the host sums over rows: no S×S buffer, no atomics)
 //  10 params   Params
-// Dispatch: workgroups (ceil(seq / 64), heads, 1); one invocation per (query row, head).
+// Dispatch, once per block of pair rows: workgroups (ceil(row_count / (64 * ROWS)), heads, 1);
+// one invocation per ROWS consecutive query rows of the block, of one head.
 // HEAD_DIM and BUCKETS are specialised by the host before compilation.
 
 struct Params {
@@ -22,14 +24,16 @@ struct Params {
     head_dim: u32,
     buckets: u32,
     scale: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    row_start: u32,
+    row_count: u32,
+    accumulate: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 7u;
+const ROWS: u32 = 4u;
+const SMALL_TABLE: u32 = 16u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -43,59 +47,101 @@ const BUCKETS: u32 = 7u;
 @group(0) @binding(9) var<storage, read_write> d_bias: array<f32>;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
+var<private> bias_row: array<f32, BUCKETS>;
+
+// The bucket of (query row, key column), from the launch's block of rows.
 fn bucket_of(row: u32, col: u32) -> u32 {
-    let pair = row * params.seq + col;
+    let pair = (row - params.row_start) * params.seq + col;
     return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
+}
+
+fn bias(table_base: u32, bucket: u32) -> f32 {
+    if (BUCKETS <= SMALL_TABLE) {
+        var value = bias_row[0];
+        for (var b = 1u; b < BUCKETS; b++) {
+            value = select(value, bias_row[b], bucket == b);
+        }
+        return value;
+    }
+    return table[table_base + bucket];
 }
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let row = gid.x;
-    let head = gid.y;
     let seq = params.seq;
-    if (row >= seq || head >= params.heads) {
-        return;
-    }
+    let head = gid.y;
+    let first = params.row_start + gid.x * ROWS;
+    let last = params.row_start + params.row_count - 1u;
     let head_base = head * seq * VEC;
-    let row_base = head_base + row * VEC;
-    let bias_base = head * params.buckets;
-    let row_lse = lse[head * seq + row];
-    let row_delta = delta[head * seq + row];
-
-    var qi: array<vec4<f32>, VEC>;
-    var doi: array<vec4<f32>, VEC>;
-    var dq: array<vec4<f32>, VEC>;
-    for (var c = 0u; c < VEC; c++) {
-        qi[c] = q[row_base + c] * params.scale;
-        doi[c] = d_out[row_base + c];
-        dq[c] = vec4<f32>(0.0);
+    let table_base = head * params.buckets;
+    if (BUCKETS <= SMALL_TABLE) {
+        for (var b = 0u; b < BUCKETS; b++) {
+            bias_row[b] = table[table_base + b];
+        }
     }
-    var db: array<f32, BUCKETS>;
-    for (var b = 0u; b < BUCKETS; b++) {
-        db[b] = 0.0;
+
+    var rows: array<u32, ROWS>;
+    var qi: array<array<vec4<f32>, VEC>, ROWS>;
+    var doi: array<array<vec4<f32>, VEC>, ROWS>;
+    var dq: array<array<vec4<f32>, VEC>, ROWS>;
+    var row_lse: array<f32, ROWS>;
+    var row_delta: array<f32, ROWS>;
+    var db: array<array<f32, BUCKETS>, ROWS>;
+    for (var r = 0u; r < ROWS; r++) {
+        rows[r] = min(first + r, last);
+        let row_base = head_base + rows[r] * VEC;
+        for (var c = 0u; c < VEC; c++) {
+            qi[r][c] = q[row_base + c] * params.scale;
+            doi[r][c] = d_out[row_base + c];
+            dq[r][c] = vec4<f32>(0.0);
+        }
+        row_lse[r] = lse[head * seq + rows[r]];
+        row_delta[r] = delta[head * seq + rows[r]];
+        for (var b = 0u; b < BUCKETS; b++) {
+            db[r][b] = 0.0;
+        }
     }
 
     for (var col = 0u; col < seq; col++) {
         let key_base = head_base + col * VEC;
-        let bucket = bucket_of(row, col);
-        var score = table[bias_base + bucket];
-        var dp = 0.0;
+        var kj: array<vec4<f32>, VEC>;
+        var vj: array<vec4<f32>, VEC>;
         for (var c = 0u; c < VEC; c++) {
-            score += dot(qi[c], k[key_base + c]);
-            dp += dot(doi[c], v[key_base + c]);
+            kj[c] = k[key_base + c];
+            vj[c] = v[key_base + c];
         }
-        let ds = exp(score - row_lse) * (dp - row_delta);
-        db[bucket] += ds;
-        for (var c = 0u; c < VEC; c++) {
-            dq[c] += ds * k[key_base + c];
+        for (var r = 0u; r < ROWS; r++) {
+            let bucket = bucket_of(rows[r], col);
+            var score = bias(table_base, bucket);
+            var dp = 0.0;
+            for (var c = 0u; c < VEC; c++) {
+                score += dot(qi[r][c], kj[c]);
+                dp += dot(doi[r][c], vj[c]);
+            }
+            let ds = exp(score - row_lse[r]) * (dp - row_delta[r]);
+            if (BUCKETS <= SMALL_TABLE) {
+                for (var b = 0u; b < BUCKETS; b++) {
+                    db[r][b] += select(0.0, ds, bucket == b);
+                }
+            } else {
+                db[r][bucket] += ds;
+            }
+            for (var c = 0u; c < VEC; c++) {
+                dq[r][c] += ds * kj[c];
+            }
         }
     }
 
-    for (var c = 0u; c < VEC; c++) {
-        d_q[row_base + c] = dq[c] * params.scale;
-    }
-    let bias_row = (head * seq + row) * BUCKETS;
-    for (var b = 0u; b < BUCKETS; b++) {
-        d_bias[bias_row + b] = db[b];
+    for (var r = 0u; r < ROWS; r++) {
+        let row = first + r;
+        if (row <= last) {
+            for (var c = 0u; c < VEC; c++) {
+                d_q[head_base + row * VEC + c] = dq[r][c] * params.scale;
+            }
+            let bias_out = (head * seq + row) * BUCKETS;
+            for (var b = 0u; b < BUCKETS; b++) {
+                d_bias[bias_out + b] = db[r][b];
+            }
+        }
     }
 }

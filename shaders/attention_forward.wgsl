@@ -5,13 +5,14 @@
 //   1 k       vec4<f32> [heads, seq, head_dim / 4]   keys
 //   2 v       vec4<f32> [heads, seq, head_dim / 4]   values
 //   3 table   f32 [heads, buckets]         spatial bias per head per distance bucket
-//   4 pairs   u32 [ceil(seq*seq / 4)]      one-byte bucket of pair (i, j) at byte i*seq + j (little-endian)
+//   4 pairs   u32 [ceil(row_count*seq / 4)]  one block of query rows: bucket of pair (i, j) at byte
+//                                        (i - row_start)*seq + j (little-endian)
 //   5 out     vec4<f32> [heads, seq, head_dim / 4]   attention output
 //   6 lse     f32 [heads, seq]             log-sum-exp of each score row (saved for the backward)
 //   7 params  Params
-// Dispatch: workgroups (ceil(seq / 64), heads, 1); one invocation per (query row, head).
-// Never writes an S×S matrix: scores live in registers, a block of BLOCK keys at a time.
-// HEAD_DIM is specialised by the host to the real head dimension before compilation.
+// Dispatch, once per block of pair rows: workgroups (ceil(row_count / (64 * ROWS)), heads, 1);
+// one invocation per ROWS consecutive query rows of the block, of one head.
+// HEAD_DIM, BUCKETS and ROWS are specialised by the host before compilation.
 
 struct Params {
     heads: u32,
@@ -19,14 +20,18 @@ struct Params {
     head_dim: u32,
     buckets: u32,
     scale: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    row_start: u32,
+    row_count: u32,
+    accumulate: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
-const BLOCK: u32 = 16u;
+const BUCKETS: u32 = 7u;
+const ROWS: u32 = 4u;
+const BLOCK: u32 = 8u;
+const SMALL_TABLE: u32 = 16u;
+const NEG: f32 = -1.0e30;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -37,65 +42,109 @@ const BLOCK: u32 = 16u;
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(7) var<storage, read_write> params: Params;
 
+var<private> bias_row: array<f32, BUCKETS>;
+
+// The bucket of (query row, key column), from the launch's block of rows.
 fn bucket_of(row: u32, col: u32) -> u32 {
-    let pair = row * params.seq + col;
+    let pair = (row - params.row_start) * params.seq + col;
     return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
+}
+
+fn bias(table_base: u32, bucket: u32) -> f32 {
+    if (BUCKETS <= SMALL_TABLE) {
+        var value = bias_row[0];
+        for (var b = 1u; b < BUCKETS; b++) {
+            value = select(value, bias_row[b], bucket == b);
+        }
+        return value;
+    }
+    return table[table_base + bucket];
 }
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let row = gid.x;
-    let head = gid.y;
     let seq = params.seq;
-    if (row >= seq || head >= params.heads) {
-        return;
-    }
+    let head = gid.y;
+    let first = params.row_start + gid.x * ROWS;
+    let last = params.row_start + params.row_count - 1u;
     let head_base = head * seq * VEC;
-    let row_base = head_base + row * VEC;
-    let bias_base = head * params.buckets;
-
-    var qi: array<vec4<f32>, VEC>;
-    var acc: array<vec4<f32>, VEC>;
-    for (var c = 0u; c < VEC; c++) {
-        qi[c] = q[row_base + c] * params.scale;
-        acc[c] = vec4<f32>(0.0);
+    let table_base = head * params.buckets;
+    if (BUCKETS <= SMALL_TABLE) {
+        for (var b = 0u; b < BUCKETS; b++) {
+            bias_row[b] = table[table_base + b];
+        }
     }
-    var running_max = -1.0e30;
-    var running_sum = 0.0;
-    var scores: array<f32, BLOCK>;
+
+    var rows: array<u32, ROWS>;
+    var qi: array<array<vec4<f32>, VEC>, ROWS>;
+    var acc: array<array<vec4<f32>, VEC>, ROWS>;
+    var m: array<f32, ROWS>;
+    var l: array<f32, ROWS>;
+    for (var r = 0u; r < ROWS; r++) {
+        rows[r] = min(first + r, last);
+        for (var c = 0u; c < VEC; c++) {
+            qi[r][c] = q[head_base + rows[r] * VEC + c] * params.scale;
+            acc[r][c] = vec4<f32>(0.0);
+        }
+        m[r] = NEG;
+        l[r] = 0.0;
+    }
 
     for (var start = 0u; start < seq; start += BLOCK) {
-        let count = min(BLOCK, seq - start);
-        var block_max = -1.0e30;
-        for (var t = 0u; t < count; t++) {
-            let key_base = head_base + (start + t) * VEC;
-            var score = table[bias_base + bucket_of(row, start + t)];
+        var s: array<array<f32, BLOCK>, ROWS>;
+        for (var t = 0u; t < BLOCK; t++) {
+            let key = min(start + t, seq - 1u);
+            let valid = start + t < seq;
+            let key_base = head_base + key * VEC;
+            var kj: array<vec4<f32>, VEC>;
             for (var c = 0u; c < VEC; c++) {
-                score += dot(qi[c], k[key_base + c]);
+                kj[c] = k[key_base + c];
             }
-            scores[t] = score;
-            block_max = max(block_max, score);
-        }
-        let new_max = max(running_max, block_max);
-        let correction = exp(running_max - new_max);
-        running_sum *= correction;
-        for (var c = 0u; c < VEC; c++) {
-            acc[c] *= correction;
-        }
-        for (var t = 0u; t < count; t++) {
-            let p = exp(scores[t] - new_max);
-            running_sum += p;
-            let value_base = head_base + (start + t) * VEC;
-            for (var c = 0u; c < VEC; c++) {
-                acc[c] += p * v[value_base + c];
+            for (var r = 0u; r < ROWS; r++) {
+                var score = bias(table_base, bucket_of(rows[r], key));
+                for (var c = 0u; c < VEC; c++) {
+                    score += dot(qi[r][c], kj[c]);
+                }
+                s[r][t] = select(NEG, score, valid);
             }
         }
-        running_max = new_max;
+        for (var r = 0u; r < ROWS; r++) {
+            var block_max = m[r];
+            for (var t = 0u; t < BLOCK; t++) {
+                block_max = max(block_max, s[r][t]);
+            }
+            let correction = exp(m[r] - block_max);
+            l[r] *= correction;
+            for (var c = 0u; c < VEC; c++) {
+                acc[r][c] *= correction;
+            }
+            m[r] = block_max;
+        }
+        for (var t = 0u; t < BLOCK; t++) {
+            let key = min(start + t, seq - 1u);
+            let value_base = head_base + key * VEC;
+            var vj: array<vec4<f32>, VEC>;
+            for (var c = 0u; c < VEC; c++) {
+                vj[c] = v[value_base + c];
+            }
+            for (var r = 0u; r < ROWS; r++) {
+                let p = exp(s[r][t] - m[r]);
+                l[r] += p;
+                for (var c = 0u; c < VEC; c++) {
+                    acc[r][c] += p * vj[c];
+                }
+            }
+        }
     }
 
-    let inverse = 1.0 / running_sum;
-    for (var c = 0u; c < VEC; c++) {
-        out[row_base + c] = acc[c] * inverse;
+    for (var r = 0u; r < ROWS; r++) {
+        let row = first + r;
+        if (row <= last) {
+            let inverse = 1.0 / l[r];
+            for (var c = 0u; c < VEC; c++) {
+                out[head_base + row * VEC + c] = acc[r][c] * inverse;
+            }
+            lse[head * seq + row] = m[r] + log(l[r]);
+        }
     }
-    lse[head * seq + row] = running_max + log(running_sum);
 }

@@ -8,7 +8,7 @@ use megagraph_engine::{
     burn::backend::wgpu::WgpuDevice,
     burn::tensor::{Distribution, Tensor, TensorData},
     device::{CpuAutodiff, WgpuAutodiff},
-    kernels::{biased_attention, pairs_tensor, reference},
+    kernels::{MAX_BLOCK_BYTES, PairBuckets, biased_attention, reference},
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
@@ -24,6 +24,8 @@ struct Case {
     head_dim: usize,
     buckets: usize,
     all_far: bool,
+    /// Bytes per block of pair buckets for the fused run (the reference gets one block).
+    block_bytes: usize,
 }
 
 /// Outputs and gradients as host vectors: out, dq, dk, dv, dtable.
@@ -47,7 +49,8 @@ fn run<
     let table =
         Tensor::<B, 2>::from_data(TensorData::new(host[3].clone(), [h, nb]), device).require_grad();
     let weight = Tensor::<B, 3>::from_data(TensorData::new(host[4].clone(), [h, s, d]), device);
-    let pairs = pairs_tensor::<B>(buckets, device);
+    let block_bytes = if fused { case.block_bytes } else { MAX_BLOCK_BYTES };
+    let pairs = PairBuckets::<B>::with_block_bytes(buckets, s, block_bytes, device);
     let out = if fused {
         biased_attention(q.clone(), k.clone(), v.clone(), table.clone(), pairs)
     } else {
@@ -110,8 +113,9 @@ fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
         };
         assert!(
             err <= bound,
-            "heads {h} seq {s} head_dim {d} buckets {nb} all_far {}: {name} differs by {err:e} (scale {scale:e})",
-            case.all_far
+            "heads {h} seq {s} head_dim {d} buckets {nb} all_far {} block_bytes {}: {name} differs by {err:e} (scale {scale:e})",
+            case.all_far,
+            case.block_bytes
         );
         assert!(
             zero || scale > 0.0,
@@ -133,6 +137,7 @@ fn fused_attention_matches_the_reference() -> TestResult {
             head_dim: 16,
             buckets: 7,
             all_far: false,
+            block_bytes: MAX_BLOCK_BYTES,
         },
         Case {
             heads: 2,
@@ -140,6 +145,7 @@ fn fused_attention_matches_the_reference() -> TestResult {
             head_dim: 16,
             buckets: 7,
             all_far: false,
+            block_bytes: MAX_BLOCK_BYTES,
         },
         Case {
             heads: 4,
@@ -147,6 +153,7 @@ fn fused_attention_matches_the_reference() -> TestResult {
             head_dim: 32,
             buckets: 7,
             all_far: false,
+            block_bytes: MAX_BLOCK_BYTES,
         },
         Case {
             heads: 3,
@@ -154,6 +161,7 @@ fn fused_attention_matches_the_reference() -> TestResult {
             head_dim: 64,
             buckets: 12,
             all_far: false,
+            block_bytes: MAX_BLOCK_BYTES,
         },
         Case {
             heads: 2,
@@ -161,6 +169,25 @@ fn fused_attention_matches_the_reference() -> TestResult {
             head_dim: 32,
             buckets: 7,
             all_far: true,
+            block_bytes: MAX_BLOCK_BYTES,
+        },
+        // Pair buckets in blocks of 31 rows (the last of 6), and of one row each: the kernels
+        // launch per block and the key kernel accumulates across blocks.
+        Case {
+            heads: 2,
+            seq: 130,
+            head_dim: 32,
+            buckets: 7,
+            all_far: false,
+            block_bytes: 130 * 31,
+        },
+        Case {
+            heads: 1,
+            seq: 37,
+            head_dim: 16,
+            buckets: 20,
+            all_far: false,
+            block_bytes: 1,
         },
     ];
     for (seed, case) in cases.iter().enumerate() {
@@ -180,7 +207,7 @@ fn fused_attention_keeps_no_square_buffer() -> TestResult {
     let q: Tensor<WgpuAutodiff, 3> =
         Tensor::random([h, s, d], Distribution::Uniform(-1.0, 1.0), &device).require_grad();
     let table: Tensor<WgpuAutodiff, 2> = Tensor::zeros([h, 7], &device).require_grad();
-    let pairs = pairs_tensor::<WgpuAutodiff>(&vec![6u8; s * s], &device);
+    let pairs = PairBuckets::<WgpuAutodiff>::new(&vec![6u8; s * s], s, &device);
     let out = biased_attention(q.clone(), q.clone(), q.clone(), table.clone(), pairs);
     let grads = out.sum().backward();
     let d_table: Vec<f32> = table.grad(&grads).expect("tracked").into_data().to_vec()?;

@@ -11,3 +11,4 @@ mod common;
 mod kernels;
 mod model_backends;
 mod shaders;
+mod sparse_kernels;

@@ -8,10 +8,11 @@ use crate::common::TestResult;
 #[test]
 fn every_shader_validates_and_translates_to_all_targets() -> TestResult {
     for shader in Shader::ALL {
-        for source in [
-            shader.source().to_string(),
-            shader.specialised(&[("HEAD_DIM", 64)]),
-        ] {
+        let other = match shader {
+            Shader::SparseMatmul => ("TRANSPOSED", 1),
+            _ => ("HEAD_DIM", 64),
+        };
+        for source in [shader.source().to_string(), shader.specialised(&[other])] {
             let out = shader.translate(&source)?;
             assert!(
                 !out.spirv.is_empty(),
@@ -27,6 +28,12 @@ fn every_shader_validates_and_translates_to_all_targets() -> TestResult {
             }
             let expected: Vec<u32> = (0..shader.binding_count() as u32).collect();
             assert_eq!(out.bindings, expected, "{}: bindings", shader.file_name());
+            assert_eq!(
+                out.params_bytes,
+                Some(shader.params_bytes() as u32),
+                "{}: struct Params against the Rust Params",
+                shader.file_name()
+            );
         }
     }
     Ok(())
@@ -38,6 +45,9 @@ fn specialisation_replaces_the_constant_and_keeps_the_shader_valid() -> TestResu
     assert!(source.contains("const HEAD_DIM: u32 = 16u;"));
     assert!(source.contains("const BUCKETS: u32 = 9u;"));
     Shader::AttentionBackwardQuery.translate(&source)?;
+    assert_eq!(Shader::AttentionBackwardQuery.constant("BUCKETS"), Some(7));
+    assert_eq!(Shader::SparseMatmul.constant("TRANSPOSED"), Some(0));
+    assert_eq!(Shader::SparseMatmul.constant("HEAD_DIM"), None);
     Ok(())
 }
 

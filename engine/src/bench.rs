@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::{
     EngineError,
     device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
-    kernels::{biased_attention, pairs_tensor, reference},
+    kernels::{PairBuckets, biased_attention, reference},
     timing::best_seconds,
 };
 
@@ -78,7 +78,7 @@ fn run(shape: AttentionBench, fused: bool, device: &WgpuDevice) -> (f64, u64) {
     let (q, k, v) = (random(), random(), random());
     let table = Tensor::<WgpuAutodiff, 2>::zeros([h, 7], device).require_grad();
     let buckets: Vec<u8> = (0..s * s).map(|p| (p % 7) as u8).collect();
-    let pairs = pairs_tensor::<WgpuAutodiff>(&buckets, device);
+    let pairs = PairBuckets::<WgpuAutodiff>::new(&buckets, s, device);
     let seconds = best_seconds(|| {
         let (q, k, v, t, p) = (
             q.clone(),

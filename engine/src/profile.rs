@@ -11,7 +11,7 @@ use burn::backend::wgpu::WgpuDevice;
 use crate::{
     EngineError,
     device::{WgpuBackend, list_adapters, open_wgpu},
-    kernels::{AttentionInputs, BiasedAttentionBackend, pairs_tensor},
+    kernels::{AttentionInputs, BiasedAttentionBackend, PairBuckets},
     timing::best_seconds,
 };
 
@@ -88,7 +88,7 @@ fn attention_flops(device: &WgpuDevice, seq: usize) -> f64 {
         random([heads, seq, head_dim]),
     );
     let table = Tensor::<WgpuBackend, 2>::zeros([heads, buckets], device);
-    let pairs = pairs_tensor::<WgpuBackend>(&vec![1u8; seq * seq], device);
+    let pairs = PairBuckets::<WgpuBackend>::new(&vec![1u8; seq * seq], seq, device);
     let inputs = AttentionInputs::from_tensors(q, k, v, table, pairs);
     let seconds = best_seconds(|| {
         let saved = WgpuBackend::biased_attention(inputs.clone());

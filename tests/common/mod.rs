@@ -257,3 +257,21 @@ pub fn tiny_graph_with(name: &str, array: NpzArray) -> Vec<(&'static str, NpzArr
         })
         .collect()
 }
+
+/// Checks `got` against `want` element by element: max |got − want| ≤ 1e-4 · max |want| + 1e-6
+/// (f32 sums in different orders differ by a few ulps of the largest terms). With `nonzero`,
+/// `want` must not be all zero (else the check could not fail).
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], nonzero: bool) -> TestResult {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} values, expected {}", got.len(), want.len()).into());
+    }
+    let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let err = got.iter().zip(want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    if !(err <= 1e-4 * scale + 1e-6) {
+        return Err(format!("{what}: differs by {err:e} (scale {scale:e})").into());
+    }
+    if nonzero && scale == 0.0 {
+        return Err(format!("{what}: the reference is all zero: the check could not fail").into());
+    }
+    Ok(())
+}

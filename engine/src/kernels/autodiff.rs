@@ -55,7 +55,7 @@ impl<B: BiasedAttentionBackend, C: CheckpointStrategy> BiasedAttentionBackend fo
             k: k.primitive.clone(),
             v: v.primitive.clone(),
             table: table.primitive.clone(),
-            pairs: pairs.clone(),
+            pairs: pairs.inner(),
         };
         let prepared = BiasedAttentionBackward
             .prepare::<C>([

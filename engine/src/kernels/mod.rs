@@ -1,22 +1,26 @@
-//! Custom kernels bound into burn as a backend extension.
+//! Custom kernels bound into burn as backend extensions.
 //!
-//! [`BiasedAttentionBackend`] is the extension trait; it is implemented by
+//! [`BiasedAttentionBackend`] (attention) and [`SparseMatmulBackend`] (sparse-feature
+//! projection and embedding gather, in [`sparse`]) are the extension traits; each is
+//! implemented by
 //! - the wgpu backend, running the WGSL of `shaders/` ([`wgpu`]),
 //! - burn's CPU backend, with the reference built from plain burn ops ([`reference`]),
-//! - `Autodiff<B>` for any such `B`, with the fused backward ([`autodiff`]).
+//! - `Autodiff<B>` for any such `B`, with the backward ([`autodiff`]).
 //!
 //! The reference is the test oracle on every backend.
 
 mod autodiff;
+mod launch;
+mod pairs;
 pub mod reference;
 pub mod shaders;
+pub mod sparse;
 mod wgpu;
 
-use burn::tensor::{
-    Int, Tensor, TensorData, TensorPrimitive,
-    backend::Backend,
-    ops::{FloatTensor, IntTensor},
-};
+pub use pairs::{MAX_BLOCK_BYTES, PairBuckets};
+pub use sparse::{CsrIndex, SparseMatmulBackend, SparseMatrix, sparse_matmul};
+
+use burn::tensor::{Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
 
 /// What the attention forward keeps for the backward: the output and the per-row
 /// log-sum-exp of the scores.
@@ -52,9 +56,8 @@ pub struct AttentionInputs<B: Backend> {
     pub v: FloatTensor<B>,
     /// Spatial bias per head per distance bucket, `[heads, buckets]`.
     pub table: FloatTensor<B>,
-    /// Distance buckets of all S² pairs, four one-byte buckets per 32-bit word
-    /// (pair `i·S + j` in byte `(i·S + j) mod 4` of word `(i·S + j) / 4`), `[ceil(S²/4)]`.
-    pub pairs: IntTensor<B>,
+    /// Distance buckets of all S² pairs, packed, in blocks of query rows.
+    pub pairs: PairBuckets<B>,
 }
 
 impl<B: Backend> AttentionInputs<B> {
@@ -64,21 +67,24 @@ impl<B: Backend> AttentionInputs<B> {
         k: Tensor<B, 3>,
         v: Tensor<B, 3>,
         table: Tensor<B, 2>,
-        pairs: Tensor<B, 1, Int>,
+        pairs: PairBuckets<B>,
     ) -> Self {
         Self {
             q: q.into_primitive().tensor(),
             k: k.into_primitive().tensor(),
             v: v.into_primitive().tensor(),
             table: table.into_primitive().tensor(),
-            pairs: pairs.into_primitive(),
+            pairs,
         }
     }
 }
 
 /// A backend that runs topology-biased attention:
 /// `softmax(q·kᵀ/√d + table[h, bucket(i, j)]) · v` per head.
-pub trait BiasedAttentionBackend: Backend {
+///
+/// It also has the model's other kernels (the sparse products of the input embedding), so that
+/// this one bound is all the model and the training loop ask of a backend.
+pub trait BiasedAttentionBackend: SparseMatmulBackend {
     /// The forward pass; never materialises an S×S float matrix on backends with a fused kernel.
     fn biased_attention(inputs: AttentionInputs<Self>) -> AttentionSaved<Self>;
 
@@ -97,38 +103,8 @@ pub fn biased_attention<B: BiasedAttentionBackend>(
     k: Tensor<B, 3>,
     v: Tensor<B, 3>,
     table: Tensor<B, 2>,
-    pairs: Tensor<B, 1, Int>,
+    pairs: PairBuckets<B>,
 ) -> Tensor<B, 3> {
     let saved = B::biased_attention(AttentionInputs::from_tensors(q, k, v, table, pairs));
     Tensor::from_primitive(TensorPrimitive::Float(saved.output))
-}
-
-/// Packs one-byte buckets four to a 32-bit word, the layout the kernels read.
-pub fn pack_buckets(buckets: &[u8]) -> Vec<i32> {
-    buckets
-        .chunks(4)
-        .map(|chunk| {
-            let mut word = [0u8; 4];
-            word[..chunk.len()].copy_from_slice(chunk);
-            i32::from_le_bytes(word)
-        })
-        .collect()
-}
-
-/// The one-byte buckets of all S² pairs as the packed tensor the kernels read, on `device`.
-pub fn pairs_tensor<B: Backend>(buckets: &[u8], device: &B::Device) -> Tensor<B, 1, Int> {
-    let words = pack_buckets(buckets);
-    let len = words.len();
-    Tensor::from_data(TensorData::new(words, [len]), device)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pack_buckets;
-
-    #[test]
-    fn packs_little_endian_and_pads_the_last_word() {
-        let packed = pack_buckets(&[1, 2, 3, 255, 7]);
-        assert_eq!(packed, vec![i32::from_le_bytes([1, 2, 3, 255]), 7]);
-    }
 }

@@ -1,16 +1,32 @@
 //! Biased attention from plain burn tensor ops: the oracle of the fused kernels, and the
 //! implementation on backends without one. It materialises S×S scores.
+//!
+//! [`attention`] also takes a block of query rows against all keys (`q` `[heads, R, d]`, `k`
+//! and `v` `[heads, S, d]`, the R × S buckets of those rows): that is how the benchmark runs it
+//! where one `[heads, S, S]` tensor exceeds the adapter's binding limit.
 
 use burn::tensor::{
     ElementConversion, Int, Tensor, TensorData, TensorPrimitive, activation::softmax,
     backend::Backend,
 };
 
-use super::{AttentionGrads, AttentionInputs, AttentionSaved, BiasedAttentionBackend};
+use super::{AttentionGrads, AttentionInputs, AttentionSaved, BiasedAttentionBackend, PairBuckets};
 use crate::device::CpuBackend;
 
-/// Unpacks the four-per-word pair buckets into one integer per pair, `[S²]`.
-pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tensor<B, 1, Int> {
+/// Unpacks the blocks of packed pair buckets into one integer per pair, row-major,
+/// `[rows · cols]`.
+pub fn unpack_buckets<B: Backend>(pairs: PairBuckets<B>) -> Tensor<B, 1, Int> {
+    let blocks = (0..pairs.blocks.len())
+        .map(|b| {
+            let count = pairs.block_range(b).len() * pairs.cols;
+            unpack_words(pairs.blocks[b].clone(), count)
+        })
+        .collect();
+    Tensor::cat(blocks, 0)
+}
+
+/// The first `count` one-byte buckets of packed `words`.
+fn unpack_words<B: Backend>(pairs: Tensor<B, 1, Int>, count: usize) -> Tensor<B, 1, Int> {
     let [words] = pairs.dims();
     let shifts = Tensor::<B, 1, Int>::from_data(
         TensorData::new(vec![0i32, 8, 16, 24], [4]),
@@ -24,10 +40,10 @@ pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tenso
         .bitwise_right_shift(shifts)
         .bitwise_and_scalar(255.elem())
         .reshape([words * 4])
-        .slice(0..seq * seq)
+        .slice(0..count)
 }
 
-/// The `[heads, S, S]` bias: each pair gets its bucket's scalar, per head.
+/// The `[heads, rows, cols]` bias: each pair gets its bucket's scalar, per head.
 ///
 /// Built bucket by bucket from `[1, S, S]` equality masks rather than by gathering from the
 /// table: the gather's backward is a scatter-add of S² values into a handful of entries, which
@@ -37,12 +53,12 @@ pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tenso
 pub fn bias_matrix<B: Backend>(
     table: Tensor<B, 2>,
     buckets: Tensor<B, 1, Int>,
-    seq: usize,
+    [rows, cols]: [usize; 2],
 ) -> Tensor<B, 3> {
     let [heads, count] = table.dims();
-    let mut bias: Tensor<B, 3> = Tensor::zeros([heads, seq, seq], &table.device());
+    let mut bias: Tensor<B, 3> = Tensor::zeros([heads, rows, cols], &table.device());
     for bucket in 0..count {
-        let mask = bucket_mask(buckets.clone(), bucket, seq);
+        let mask = bucket_mask(buckets.clone(), bucket, [rows, cols]);
         bias = bias
             + table
                 .clone()
@@ -53,24 +69,31 @@ pub fn bias_matrix<B: Backend>(
     bias
 }
 
-/// `[1, S, S]`: 1.0 where the pair's bucket is `bucket`, else 0.0.
-fn bucket_mask<B: Backend>(buckets: Tensor<B, 1, Int>, bucket: usize, seq: usize) -> Tensor<B, 3> {
+/// `[1, rows, cols]`: 1.0 where the pair's bucket is `bucket`, else 0.0.
+fn bucket_mask<B: Backend>(
+    buckets: Tensor<B, 1, Int>,
+    bucket: usize,
+    [rows, cols]: [usize; 2],
+) -> Tensor<B, 3> {
     buckets
         .equal_elem(bucket as i64)
         .float()
-        .reshape([1, seq, seq])
+        .reshape([1, rows, cols])
 }
 
-/// Scaled scores plus bias, `[heads, S, S]`.
+/// Scaled scores plus bias, `[heads, R, S]` for R query rows and S keys.
 fn scores<B: Backend>(
     q: Tensor<B, 3>,
     k: Tensor<B, 3>,
     table: Tensor<B, 2>,
-    pairs: Tensor<B, 1, Int>,
+    pairs: PairBuckets<B>,
 ) -> Tensor<B, 3> {
-    let [_, seq, head_dim] = q.dims();
+    let [_, rows, head_dim] = q.dims();
+    let [_, cols, _] = k.dims();
+    assert_eq!([pairs.rows, pairs.cols], [rows, cols], "one bucket per query-key pair");
     let scale = (head_dim as f64).sqrt().recip();
-    q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, unpack_buckets(pairs, seq), seq)
+    let buckets = unpack_buckets(pairs);
+    q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, buckets, [rows, cols])
 }
 
 /// The attention output, differentiable through burn's own autodiff.
@@ -79,7 +102,7 @@ pub fn attention<B: Backend>(
     k: Tensor<B, 3>,
     v: Tensor<B, 3>,
     table: Tensor<B, 2>,
-    pairs: Tensor<B, 1, Int>,
+    pairs: PairBuckets<B>,
 ) -> Tensor<B, 3> {
     softmax(scores(q, k, table, pairs), 2).matmul(v)
 }
@@ -99,7 +122,7 @@ pub fn forward<B: Backend>(inputs: AttentionInputs<B>) -> AttentionSaved<B> {
         float(inputs.q),
         float(inputs.k),
         float(inputs.table),
-        Tensor::from_primitive(inputs.pairs),
+        inputs.pairs,
     );
     let max = s.clone().max_dim(2);
     let lse = (s.clone() - max.clone()).exp().sum_dim(2).log() + max;
@@ -122,7 +145,7 @@ pub fn backward<B: Backend>(
     let k: Tensor<B, 3> = float(inputs.k);
     let v: Tensor<B, 3> = float(inputs.v);
     let table: Tensor<B, 2> = float(inputs.table);
-    let pairs: Tensor<B, 1, Int> = Tensor::from_primitive(inputs.pairs);
+    let pairs = inputs.pairs;
     let output: Tensor<B, 3> = float(saved.output);
     let d_out: Tensor<B, 3> = float(grad_output);
     let [heads, seq, head_dim] = q.dims();
@@ -137,10 +160,10 @@ pub fn backward<B: Backend>(
     let d_s = p * (d_p - delta);
     let d_q = d_s.clone().matmul(k) * scale;
     let d_k = d_s.clone().swap_dims(1, 2).matmul(q) * scale;
-    let unpacked = unpack_buckets(pairs, seq);
+    let unpacked = unpack_buckets(pairs);
     let columns: Vec<Tensor<B, 2>> = (0..buckets)
         .map(|bucket| {
-            let masked = d_s.clone() * bucket_mask(unpacked.clone(), bucket, seq);
+            let masked = d_s.clone() * bucket_mask(unpacked.clone(), bucket, [seq, seq]);
             masked.sum_dim(1).sum_dim(2).reshape([heads, 1])
         })
         .collect();

@@ -1,5 +1,6 @@
-//! The WGSL sources of `shaders/`, and their specialisation to a head dimension and bucket
-//! count before compilation.
+//! The WGSL sources of `shaders/`, their specialisation (attention: head dimension and bucket
+//! count; sparse product: transposed or not) before compilation, and the `Params` structs they
+//! read.
 
 /// One WGSL shader of `shaders/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -10,14 +11,17 @@ pub enum Shader {
     AttentionBackwardQuery,
     /// `attention_backward_key.wgsl`.
     AttentionBackwardKey,
+    /// `sparse_matmul.wgsl`.
+    SparseMatmul,
 }
 
 impl Shader {
     /// Every shader, for validation.
-    pub const ALL: [Shader; 3] = [
+    pub const ALL: [Shader; 4] = [
         Shader::AttentionForward,
         Shader::AttentionBackwardQuery,
         Shader::AttentionBackwardKey,
+        Shader::SparseMatmul,
     ];
 
     /// The file name under `shaders/`.
@@ -26,6 +30,7 @@ impl Shader {
             Shader::AttentionForward => "attention_forward.wgsl",
             Shader::AttentionBackwardQuery => "attention_backward_query.wgsl",
             Shader::AttentionBackwardKey => "attention_backward_key.wgsl",
+            Shader::SparseMatmul => "sparse_matmul.wgsl",
         }
     }
 
@@ -39,6 +44,7 @@ impl Shader {
             Shader::AttentionBackwardKey => {
                 include_str!("../../../shaders/attention_backward_key.wgsl")
             }
+            Shader::SparseMatmul => include_str!("../../../shaders/sparse_matmul.wgsl"),
         }
     }
 
@@ -47,7 +53,28 @@ impl Shader {
         match self {
             Shader::AttentionForward => 8,
             Shader::AttentionBackwardQuery | Shader::AttentionBackwardKey => 11,
+            Shader::SparseMatmul => 7,
         }
+    }
+
+    /// Bytes of the `Params` struct the shader reads: the size of the Rust struct the host
+    /// binds (checked against naga's layout of the WGSL struct in the shader tests).
+    pub fn params_bytes(self) -> usize {
+        match self {
+            Shader::AttentionForward
+            | Shader::AttentionBackwardQuery
+            | Shader::AttentionBackwardKey => size_of::<AttentionParams>(),
+            Shader::SparseMatmul => size_of::<SparseParams>(),
+        }
+    }
+
+    /// The value of the shader's `const NAME: u32 = ...u;` as written, if it declares one.
+    pub fn constant(self, name: &str) -> Option<u32> {
+        let prefix = format!("const {name}: u32 = ");
+        let source = self.source();
+        let start = source.find(&prefix)? + prefix.len();
+        let text = &source[start..start + source[start..].find(';')?];
+        text.trim_end_matches('u').parse().ok()
     }
 
     /// The source with its `const NAME: u32 = ...;` lines replaced by `values`.
@@ -84,8 +111,24 @@ pub struct AttentionParams {
     pub buckets: u32,
     /// Score scale, 1/√head_dim.
     pub scale: f32,
-    /// Padding to 32 bytes.
-    pub _pad: [u32; 3],
+    /// First query row of the launch's block of pair buckets.
+    pub row_start: u32,
+    /// Query rows in the block.
+    pub row_count: u32,
+    /// 1: add to the outputs (the key kernel after the first block); 0: write them.
+    pub accumulate: u32,
+}
+
+/// The parameters of the sparse shaders, mirrored by their `struct Params` in WGSL.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SparseParams {
+    /// Rows of the output.
+    pub out_rows: u32,
+    /// Columns of the output (and of the dense operand).
+    pub width: u32,
+    /// Padding to 16 bytes.
+    pub _pad: [u32; 2],
 }
 
 /// What naga made of one shader: the translations to every target it supports.
@@ -101,6 +144,8 @@ pub struct Translations {
     pub glsl: String,
     /// Storage bindings declared in group 0, sorted by binding number.
     pub bindings: Vec<u32>,
+    /// Bytes of the WGSL `struct Params`, if the shader declares one.
+    pub params_bytes: Option<u32>,
 }
 
 /// A shader that naga rejected, with naga's message.
@@ -141,6 +186,12 @@ impl Shader {
             .map(|b| b.binding)
             .collect();
         bindings.sort_unstable();
+        let params_bytes = module.types.iter().find_map(|(_, ty)| match &ty.inner {
+            naga::TypeInner::Struct { span, .. } if ty.name.as_deref() == Some("Params") => {
+                Some(*span)
+            }
+            _ => None,
+        });
         let spirv = spv::write_vec(&module, &info, &spv::Options::default(), None)
             .map_err(|e| fail("spir-v", e.to_string()))?;
         let (msl, _) = msl::write_string(
@@ -184,6 +235,7 @@ impl Shader {
             hlsl,
             glsl,
             bindings,
+            params_bytes,
         })
     }
 }

@@ -1,51 +1,18 @@
 //! The fused attention kernels on the wgpu backend: WGSL from `shaders/`, launched through
-//! cubecl's raw-source path.
+//! cubecl's raw-source path, once per block of query rows of the pair buckets.
 
 use burn::{
-    backend::wgpu::{
-        CubeTensor, KernelSource, SourceKernel, SourceTemplate, WgpuRuntime, into_contiguous,
-    },
-    cubecl::{
-        CubeCount, CubeDim,
-        bytes::Bytes,
-        prelude::KernelId,
-        server::{Handle, KernelArguments},
-    },
-    tensor::{DType, Shape, Tensor, TensorPrimitive, ops::FloatTensor},
+    backend::wgpu::into_contiguous,
+    cubecl::{CubeCount, server::Handle},
+    tensor::{Tensor, TensorPrimitive, ops::FloatTensor},
 };
 
 use super::{
     AttentionGrads, AttentionInputs, AttentionSaved, BiasedAttentionBackend,
+    launch::{Cube, WORKGROUP, WgslKernel, empty, launch, params_handle},
     shaders::{AttentionParams, Shader},
 };
 use crate::device::WgpuBackend;
-
-/// Invocations per workgroup, as in the shaders' `@workgroup_size`.
-const WORKGROUP: u32 = 64;
-
-/// A shader specialised to a head dimension and bucket count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct AttentionKernel {
-    shader: Shader,
-    head_dim: u32,
-    buckets: u32,
-}
-
-impl KernelSource for AttentionKernel {
-    fn source(&self) -> SourceTemplate {
-        let mut constants = vec![("HEAD_DIM", self.head_dim)];
-        if self.shader == Shader::AttentionBackwardQuery {
-            constants.push(("BUCKETS", self.buckets));
-        }
-        SourceTemplate::new(self.shader.specialised(&constants))
-    }
-
-    fn id(&self) -> KernelId {
-        KernelId::new::<Self>().info(*self)
-    }
-}
-
-type Cube = CubeTensor<WgpuRuntime>;
 
 /// The shape of the attention inputs, checked.
 struct Dims {
@@ -64,10 +31,9 @@ impl Dims {
         }
         let ts = inputs.table.meta.shape();
         assert_eq!(ts[0], heads, "the bias table needs one row per head");
-        let words = inputs.pairs.meta.shape()[0];
         assert_eq!(
-            words,
-            (seq * seq).div_ceil(4),
+            [inputs.pairs.rows, inputs.pairs.cols],
+            [seq, seq],
             "pairs must hold S² one-byte buckets"
         );
         assert!(ts[1] <= 256, "at most 256 buckets fit a byte");
@@ -83,41 +49,40 @@ impl Dims {
         }
     }
 
-    fn params(&self) -> AttentionParams {
+    /// The parameters of a launch over query rows `rows`; `accumulate` adds to the outputs
+    /// (the key kernel, after the first block).
+    fn params(&self, rows: &std::ops::Range<usize>, accumulate: bool) -> AttentionParams {
         AttentionParams {
             heads: self.heads as u32,
             seq: self.seq as u32,
             head_dim: self.head_dim as u32,
             buckets: self.buckets as u32,
             scale: (self.head_dim as f32).sqrt().recip(),
-            _pad: [0; 3],
+            row_start: rows.start as u32,
+            row_count: rows.len() as u32,
+            accumulate: u32::from(accumulate),
         }
     }
 
-    fn count(&self) -> CubeCount {
-        CubeCount::Static((self.seq as u32).div_ceil(WORKGROUP), self.heads as u32, 1)
+    /// Workgroups of `shader` over `items` rows (or, for the key kernel, all S columns): each
+    /// invocation takes the shader's `ROWS` of them, for one head.
+    fn count(&self, shader: Shader, items: usize) -> CubeCount {
+        let rows = shader.constant("ROWS").unwrap_or(1);
+        CubeCount::Static(
+            (items as u32).div_ceil(WORKGROUP * rows),
+            self.heads as u32,
+            1,
+        )
     }
 
-    fn kernel(&self, shader: Shader) -> AttentionKernel {
-        AttentionKernel {
-            shader,
-            head_dim: self.head_dim as u32,
-            buckets: self.buckets as u32,
+    /// `shader` specialised to these dimensions.
+    fn kernel(&self, shader: Shader) -> WgslKernel {
+        let mut constants = vec![("HEAD_DIM", self.head_dim as u32)];
+        if shader.constant("BUCKETS").is_some() {
+            constants.push(("BUCKETS", self.buckets as u32));
         }
+        WgslKernel::new(shader, constants)
     }
-}
-
-/// An uninitialised f32 tensor of `shape` on the device of `like`.
-fn empty(like: &Cube, shape: Vec<usize>) -> Cube {
-    let shape = Shape::from(shape);
-    let handle = like.client.empty(shape.num_elements() * size_of::<f32>());
-    CubeTensor::new_contiguous(
-        like.client.clone(),
-        like.device.clone(),
-        shape,
-        handle,
-        DType::F32,
-    )
 }
 
 fn contiguous(inputs: AttentionInputs<WgpuBackend>) -> AttentionInputs<WgpuBackend> {
@@ -126,29 +91,31 @@ fn contiguous(inputs: AttentionInputs<WgpuBackend>) -> AttentionInputs<WgpuBacke
         k: into_contiguous(inputs.k),
         v: into_contiguous(inputs.v),
         table: into_contiguous(inputs.table),
-        pairs: into_contiguous(inputs.pairs),
+        pairs: inputs.pairs,
     }
 }
 
-fn params_handle(like: &Cube, dims: &Dims) -> Handle {
-    like.client.create(Bytes::from_elems(vec![dims.params()]))
-}
-
-fn launch(like: &Cube, dims: &Dims, shader: Shader, buffers: Vec<Handle>) {
-    assert_eq!(
-        buffers.len(),
-        shader.binding_count(),
-        "{} bindings",
-        shader.file_name()
-    );
-    like.client.launch(
-        Box::new(SourceKernel::new(
-            dims.kernel(shader),
-            CubeDim::new_1d(WORKGROUP),
-        )),
-        dims.count(),
-        KernelArguments::new().with_buffers(buffers.into_iter().map(Handle::binding).collect()),
-    );
+/// Launches `shader` once per block of pair buckets: bindings `before`, the block, `after`, and
+/// the block's parameters. Row-parallel shaders cover the block's rows; the key kernel covers
+/// all S columns and accumulates over the blocks.
+fn run_blocks(
+    inputs: &AttentionInputs<WgpuBackend>,
+    dims: &Dims,
+    shader: Shader,
+    [before, after]: [&[Handle]; 2],
+) {
+    let like = &inputs.q;
+    for (b, block) in inputs.pairs.blocks.iter().enumerate() {
+        let rows = inputs.pairs.block_range(b);
+        let block = into_contiguous(block.clone().into_primitive());
+        let mut buffers = before.to_vec();
+        buffers.push(block.handle.clone());
+        buffers.extend_from_slice(after);
+        let by_columns = shader == Shader::AttentionBackwardKey;
+        buffers.push(params_handle(like, shader, dims.params(&rows, by_columns && b > 0)));
+        let items = if by_columns { dims.seq } else { rows.len() };
+        launch(like, dims.kernel(shader), dims.count(shader, items), buffers);
+    }
 }
 
 impl BiasedAttentionBackend for WgpuBackend {
@@ -158,17 +125,14 @@ impl BiasedAttentionBackend for WgpuBackend {
         let q = &inputs.q;
         let output = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
         let lse = empty(q, vec![dims.heads, dims.seq]);
-        let buffers = vec![
+        let before = [
             inputs.q.handle.clone(),
             inputs.k.handle.clone(),
             inputs.v.handle.clone(),
             inputs.table.handle.clone(),
-            inputs.pairs.handle.clone(),
-            output.handle.clone(),
-            lse.handle.clone(),
-            params_handle(q, &dims),
         ];
-        launch(q, &dims, Shader::AttentionForward, buffers);
+        let after = [output.handle.clone(), lse.handle.clone()];
+        run_blocks(&inputs, &dims, Shader::AttentionForward, [&before, &after]);
         AttentionSaved { output, lse }
     }
 
@@ -187,27 +151,23 @@ impl BiasedAttentionBackend for WgpuBackend {
         let d_k = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
         let d_v = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
         let d_bias_rows = empty(q, vec![dims.heads, dims.seq, dims.buckets]);
-        let shared = [
+        let before = [
             inputs.q.handle.clone(),
             inputs.k.handle.clone(),
             inputs.v.handle.clone(),
             inputs.table.handle.clone(),
-            inputs.pairs.handle.clone(),
+        ];
+        let saved = [
             grad_output.handle.clone(),
             lse.handle.clone(),
             delta.handle.clone(),
         ];
-        let params = params_handle(q, &dims);
-        let mut query = shared.to_vec();
-        query.extend([
-            d_q.handle.clone(),
-            d_bias_rows.handle.clone(),
-            params.clone(),
-        ]);
-        launch(q, &dims, Shader::AttentionBackwardQuery, query);
-        let mut key = shared.to_vec();
-        key.extend([d_k.handle.clone(), d_v.handle.clone(), params]);
-        launch(q, &dims, Shader::AttentionBackwardKey, key);
+        let query_out = [saved.to_vec(), vec![d_q.handle.clone(), d_bias_rows.handle.clone()]];
+        let key_out = [saved.to_vec(), vec![d_k.handle.clone(), d_v.handle.clone()]];
+        let shaders = [Shader::AttentionBackwardQuery, Shader::AttentionBackwardKey];
+        for (shader, after) in shaders.into_iter().zip([query_out, key_out]) {
+            run_blocks(&inputs, &dims, shader, [&before, &after.concat()]);
+        }
         let d_table: Tensor<Self, 3> = Tensor::from_primitive(TensorPrimitive::Float(d_bias_rows));
         let d_table = d_table.sum_dim(1).reshape([dims.heads, dims.buckets]);
         AttentionGrads {

@@ -3,20 +3,22 @@
 use burn::{
     module::Module,
     nn::{Linear, LinearConfig},
-    tensor::{Int, Tensor, backend::Backend},
+    tensor::{Tensor, backend::Backend},
 };
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::{BiasedAttentionBackend, biased_attention, reference};
+use crate::kernels::{BiasedAttentionBackend, PairBuckets, biased_attention, reference};
 
 /// Which implementation computes the biased attention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionKernel {
-    /// The fused WGSL kernels (reference ops on backends without them).
+    /// The fused WGSL kernels, for the embedding's sparse products too (reference ops on
+    /// backends without them).
     #[default]
     Fused,
-    /// The composition of plain burn ops, materialising S×S scores.
+    /// Plain burn ops everywhere: the attention (materialising S×S scores) and the
+    /// embedding's sparse products.
     Reference,
 }
 
@@ -48,7 +50,7 @@ impl<B: BiasedAttentionBackend> BiasedAttention<B> {
         &self,
         x: Tensor<B, 2>,
         table: Tensor<B, 2>,
-        pairs: Tensor<B, 1, Int>,
+        pairs: PairBuckets<B>,
     ) -> Tensor<B, 2> {
         let [nodes, hidden] = x.dims();
         let head_dim = hidden / self.heads;

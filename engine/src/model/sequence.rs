@@ -3,7 +3,7 @@
 use burn::tensor::{Int, Tensor, TensorData, backend::Backend};
 
 use crate::graph::{Csr, Graph, distance_buckets, gcn_normalized_edges, induced_subgraph};
-use crate::kernels::pairs_tensor;
+use crate::kernels::{CsrIndex, PairBuckets, SparseMatrix};
 
 /// The normalised message-passing edges of a sequence (self-loops included).
 #[derive(Debug, Clone)]
@@ -21,17 +21,14 @@ pub struct EdgeTensors<B: Backend> {
 pub struct SequenceTensors<B: Backend> {
     /// Number of nodes S in the sequence.
     pub nodes: usize,
-    /// Local row of each non-zero input feature.
-    pub feature_rows: Tensor<B, 1, Int>,
-    /// Feature column of each non-zero.
-    pub feature_cols: Tensor<B, 1, Int>,
-    /// Value of each non-zero, shape `[nnz, 1]`.
-    pub feature_values: Tensor<B, 2>,
-    /// Degree of each node in the whole graph, clamped to the model's `max_degree`.
-    pub degrees: Tensor<B, 1, Int>,
-    /// Distance bucket of every ordered node pair, row-major, packed four one-byte buckets
-    /// per word (see [`pack_buckets`](crate::kernels::pack_buckets)): `[ceil(S² / 4)]`.
-    pub buckets: Tensor<B, 1, Int>,
+    /// The sparse input features, `[S, features]`.
+    pub features: SparseMatrix<B>,
+    /// The degree of each node in the whole graph, clamped to the model's `max_degree`, as a
+    /// one-hot `[S, max_degree + 1]` matrix (times the degree-embedding table: the lookup).
+    pub degrees: SparseMatrix<B>,
+    /// Distance bucket of every ordered node pair, row-major, one byte each, packed as the
+    /// attention kernels read them.
+    pub buckets: PairBuckets<B>,
     /// Message-passing edges inside the sequence.
     pub edges: EdgeTensors<B>,
 }
@@ -68,29 +65,31 @@ impl HostSequence {
         device: &B::Device,
     ) -> SequenceTensors<B> {
         let features = graph.features();
-        let mut rows = Vec::new();
+        let mut offsets = vec![0];
         let mut cols = Vec::new();
         let mut values = Vec::new();
-        for (local, &node) in self.nodes.iter().enumerate() {
+        for &node in &self.nodes {
             let (c, v) = features.row(node as usize);
-            rows.extend(std::iter::repeat_n(local as i32, c.len()));
-            cols.extend(c.iter().map(|&c| c as i32));
+            cols.extend_from_slice(c);
             values.extend_from_slice(v);
+            offsets.push(cols.len());
         }
-        let degrees: Vec<i32> = self
+        let degrees: Vec<u32> = self
             .nodes
             .iter()
-            .map(|&n| graph.adjacency().degree(n as usize).min(max_degree) as i32)
+            .map(|&n| graph.adjacency().degree(n as usize).min(max_degree) as u32)
             .collect();
         let (dst, src, weight) = gcn_normalized_edges(&self.adjacency);
         let edge_count = weight.len();
         SequenceTensors {
             nodes: self.nodes.len(),
-            feature_rows: int_tensor(rows, device),
-            feature_cols: int_tensor(cols, device),
-            feature_values: column_tensor(values, device),
-            degrees: int_tensor(degrees, device),
-            buckets: pairs_tensor(&self.buckets, device),
+            features: SparseMatrix::new(
+                &CsrIndex::new(features.cols(), &offsets, &cols),
+                values,
+                device,
+            ),
+            degrees: SparseMatrix::one_hot(&degrees, max_degree + 1, device),
+            buckets: PairBuckets::new(&self.buckets, self.nodes.len(), device),
             edges: EdgeTensors {
                 dst: int_tensor(dst.into_iter().map(|v| v as i32).collect(), device),
                 src: int_tensor(src.into_iter().map(|v| v as i32).collect(), device),
@@ -104,10 +103,4 @@ impl HostSequence {
 pub(crate) fn int_tensor<B: Backend>(values: Vec<i32>, device: &B::Device) -> Tensor<B, 1, Int> {
     let len = values.len();
     Tensor::from_data(TensorData::new(values, [len]), device)
-}
-
-/// A `[n, 1]` float tensor from host values.
-fn column_tensor<B: Backend>(values: Vec<f32>, device: &B::Device) -> Tensor<B, 2> {
-    let len = values.len();
-    Tensor::from_data(TensorData::new(values, [len, 1]), device)
 }

@@ -7,11 +7,11 @@ use burn::{
         Dropout, DropoutConfig, Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear,
         LinearConfig,
     },
-    tensor::{IndexingUpdateOp, Tensor, backend::Backend},
+    tensor::{Tensor, backend::Backend},
 };
 
-use super::{GraphTransformerLayer, ModelConfig, SequenceTensors, propagate};
-use crate::kernels::BiasedAttentionBackend;
+use super::{AttentionKernel, GraphTransformerLayer, ModelConfig, SequenceTensors, propagate};
+use crate::kernels::{BiasedAttentionBackend, SparseMatrix, sparse};
 
 /// A Graph Transformer for node classification.
 #[derive(Module, Debug)]
@@ -29,6 +29,8 @@ pub struct GraphTransformer<B: Backend> {
     heads: usize,
     propagation_steps: usize,
     teleport: f64,
+    /// Fused kernels for the embedding too, or plain burn ops everywhere.
+    kernel: AttentionKernel,
 }
 
 impl<B: Backend> GraphTransformer<B> {
@@ -52,6 +54,7 @@ impl<B: Backend> GraphTransformer<B> {
             heads: config.heads,
             propagation_steps: config.propagation_steps,
             teleport: config.teleport,
+            kernel: config.attention,
         }
     }
 }
@@ -67,27 +70,23 @@ impl<B: BiasedAttentionBackend> GraphTransformer<B> {
         self.propagate_logits(logits, seq)
     }
 
-    /// Input embedding: sparse features × weight (+ bias), plus the degree embedding.
+    /// Input embedding: sparse features × weight (+ bias), plus the degree embedding; both
+    /// are sparse products, by the fused kernels or by the plain-op reference.
     fn embed(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
-        let weight = self.input.weight.val();
-        let [_, hidden] = weight.dims();
-        let values = self.input_dropout.forward(seq.feature_values.clone());
-        let contributions = weight.select(0, seq.feature_cols.clone()) * values;
-        let projected = Tensor::zeros([seq.nodes, hidden], &contributions.device()).select_assign(
-            0,
-            seq.feature_rows.clone(),
-            contributions,
-            IndexingUpdateOp::Add,
-        );
+        let product = |x: SparseMatrix<B>, w: Tensor<B, 2>| match self.kernel {
+            AttentionKernel::Fused => B::sparse_matmul(x, w),
+            AttentionKernel::Reference => sparse::reference::sparse_matmul(x, w),
+        };
+        let features = seq
+            .features
+            .clone()
+            .map_values(|values| self.input_dropout.forward(values));
+        let projected = product(features, self.input.weight.val());
         let projected = match &self.input.bias {
             Some(bias) => projected + bias.val().unsqueeze_dim(0),
             None => projected,
         };
-        let degree = self
-            .degree
-            .forward(seq.degrees.clone().unsqueeze_dim(0))
-            .reshape([seq.nodes, hidden]);
-        projected + degree
+        projected + product(seq.degrees.clone(), self.degree.weight.val())
     }
 
     /// Personalised-PageRank smoothing of the logits over the sequence's edges (APPNP).
