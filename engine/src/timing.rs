@@ -4,13 +4,40 @@ use std::time::Instant;
 
 /// Seconds of the fastest of three runs of `work`, after one warm-up run (kernel compilation
 /// and autotuning happen there).
-pub(crate) fn best_seconds(mut work: impl FnMut()) -> f64 {
+pub(crate) fn best_seconds(work: impl FnMut()) -> f64 {
+    best_seconds_within(f64::INFINITY, work)
+}
+
+/// Like [`best_seconds`], but stops after the first measured run that brings the measured
+/// total to `budget` seconds or more (so a slow case costs a warm-up and one or two runs).
+pub(crate) fn best_seconds_within(budget: f64, mut work: impl FnMut()) -> f64 {
     work();
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            work();
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
+    let mut best = f64::INFINITY;
+    let mut total = 0.0;
+    for _ in 0..3 {
+        let start = Instant::now();
+        work();
+        let seconds = start.elapsed().as_secs_f64();
+        best = best.min(seconds);
+        total += seconds;
+        if total >= budget {
+            break;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::best_seconds_within;
+
+    #[test]
+    fn runs_a_warm_up_and_at_most_three_timed_runs() {
+        let mut calls = 0;
+        best_seconds_within(f64::INFINITY, || calls += 1);
+        assert_eq!(calls, 4);
+        let mut calls = 0;
+        best_seconds_within(0.0, || calls += 1);
+        assert_eq!(calls, 2, "a zero budget stops after one timed run");
+    }
 }
