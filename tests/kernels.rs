@@ -49,7 +49,11 @@ fn run<
     let table =
         Tensor::<B, 2>::from_data(TensorData::new(host[3].clone(), [h, nb]), device).require_grad();
     let weight = Tensor::<B, 3>::from_data(TensorData::new(host[4].clone(), [h, s, d]), device);
-    let block_bytes = if fused { case.block_bytes } else { MAX_BLOCK_BYTES };
+    let block_bytes = if fused {
+        case.block_bytes
+    } else {
+        MAX_BLOCK_BYTES
+    };
     let pairs = PairBuckets::<B>::with_block_bytes(buckets, s, block_bytes, device);
     let out = if fused {
         biased_attention(q.clone(), k.clone(), v.clone(), table.clone(), pairs)

@@ -39,7 +39,9 @@ impl Case {
             indices.extend((0..len).map(|_| rng.random_range(0..cols as u32)));
             offsets.push(indices.len());
         }
-        let values = (0..indices.len()).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect();
+        let values = (0..indices.len())
+            .map(|_| rng.random::<f32>() * 2.0 - 1.0)
+            .collect();
         Self {
             name,
             cols,
@@ -119,7 +121,10 @@ fn check(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
     let fused = run::<WgpuAutodiff>(case, &dense, true, device);
     let oracle = run::<CpuAutodiff>(case, &dense, false, &Default::default());
     let empty = case.indices.is_empty();
-    for (what, (f, r)) in ["X·W", "dW", "Xᵀ·G", "dG"].iter().zip(fused.iter().zip(&oracle)) {
+    for (what, (f, r)) in ["X·W", "dW", "Xᵀ·G", "dG"]
+        .iter()
+        .zip(fused.iter().zip(&oracle))
+    {
         assert_close(&format!("{}: {what}", case.name), f, r, !empty)?;
     }
     Ok(())
@@ -133,7 +138,13 @@ fn sparse_kernels_match_the_reference() -> TestResult {
     let mut lengths: Vec<usize> = (0..40).map(|r| [0, 1, 3, 7, 0, 12][r % 6]).collect();
     lengths[17] = 600;
     let cases = [
-        Case::random("features: empty rows, a long row, 37 columns", 37, 13, &lengths, 1),
+        Case::random(
+            "features: empty rows, a long row, 37 columns",
+            37,
+            13,
+            &lengths,
+            1,
+        ),
         Case::random("features: 1433 columns, width 64", 1433, 64, &[18; 70], 2),
         Case::random("a single entry", 1, 1, &[0, 1, 0], 3),
         Case::random("no entries", 5, 8, &[0, 0, 0, 0], 4),
@@ -152,11 +163,17 @@ fn sparse_kernels_match_the_reference() -> TestResult {
 
 #[test]
 fn the_product_spans_more_workgroups_than_one_dispatch_dimension() -> TestResult {
-    let Some(device) = wgpu_device("the_product_spans_more_workgroups_than_one_dispatch_dimension")?
+    let Some(device) =
+        wgpu_device("the_product_spans_more_workgroups_than_one_dispatch_dimension")?
     else {
         return Ok(());
     };
     // 70 000 rows × 64 columns = 70 000 workgroups of 64: more than 65 535 along x.
-    let case = Case::one_hot("70 000 lookups", 10, 64, (0..70_000).map(|i| i % 10).collect());
+    let case = Case::one_hot(
+        "70 000 lookups",
+        10,
+        64,
+        (0..70_000).map(|i| i % 10).collect(),
+    );
     check(&case, 9, &device)
 }

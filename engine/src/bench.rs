@@ -116,7 +116,13 @@ fn reference_chunks(shape: AttentionBench, limit: u64) -> Option<(ReferenceMode,
     let (s, h) = (shape.nodes, shape.heads);
     let row_bytes = (s * size_of::<f32>()) as u64;
     if h as u64 * s as u64 * row_bytes <= limit {
-        return Some((ReferenceMode::Full, vec![Chunk { heads: h, rows: 0..s }]));
+        return Some((
+            ReferenceMode::Full,
+            vec![Chunk {
+                heads: h,
+                rows: 0..s,
+            }],
+        ));
     }
     let rows = usize::try_from(limit / row_bytes).unwrap_or(s).min(s);
     if rows == 0 {
@@ -127,7 +133,9 @@ fn reference_chunks(shape: AttentionBench, limit: u64) -> Option<(ReferenceMode,
     } else {
         ReferenceMode::PerHeadRowBlocks
     };
-    let blocks = (0..s).step_by(rows).map(|start| start..(start + rows).min(s));
+    let blocks = (0..s)
+        .step_by(rows)
+        .map(|start| start..(start + rows).min(s));
     let chunks = (0..h)
         .flat_map(|_| blocks.clone().map(|rows| Chunk { heads: 1, rows }))
         .collect();
@@ -213,7 +221,10 @@ pub fn bench_attention(
         .map(|a| a.max_storage_buffer_binding_size.min(a.max_buffer_size))
         .ok_or(EngineError::NoAdapter)?;
     let (s, h) = (shape.nodes, shape.heads);
-    let whole = [Chunk { heads: h, rows: 0..s }];
+    let whole = [Chunk {
+        heads: h,
+        rows: 0..s,
+    }];
     let fused_device = open_wgpu(Some(index))?;
     let (fused_seconds, fused_peak_bytes) = run(shape, &whole, true, &fused_device);
     let plan = reference_chunks(shape, limit).filter(|_| shape.with_reference);
@@ -263,7 +274,10 @@ mod tests {
     fn the_reference_runs_whole_when_the_square_tensor_fits() {
         let (mode, chunks) = reference_chunks(shape(2048, 4), LIMIT).expect("fits");
         assert_eq!(mode, ReferenceMode::Full);
-        assert_eq!((chunks.len(), chunks[0].heads, chunks[0].rows.clone()), (1, 4, 0..2048));
+        assert_eq!(
+            (chunks.len(), chunks[0].heads, chunks[0].rows.clone()),
+            (1, 4, 0..2048)
+        );
     }
 
     #[test]

@@ -266,7 +266,10 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], nonzero: bool) -> Tes
         return Err(format!("{what}: {} values, expected {}", got.len(), want.len()).into());
     }
     let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
-    let err = got.iter().zip(want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    let err = got
+        .iter()
+        .zip(want)
+        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
     if !(err <= 1e-4 * scale + 1e-6) {
         return Err(format!("{what}: differs by {err:e} (scale {scale:e})").into());
     }

@@ -106,11 +106,13 @@ mod tests {
     #[test]
     fn splits_into_blocks_of_whole_rows() {
         let buckets: Vec<u8> = (0..5 * 3).map(|b| b as u8).collect();
-        let pairs = PairBuckets::<CpuBackend>::with_block_bytes(&buckets, 3, 7, &Default::default());
+        let pairs =
+            PairBuckets::<CpuBackend>::with_block_bytes(&buckets, 3, 7, &Default::default());
         assert_eq!((pairs.rows, pairs.cols, pairs.block_rows), (5, 3, 2));
         assert_eq!(pairs.blocks.len(), 3);
         assert_eq!(pairs.block_range(2), 4..5);
-        let last: Vec<i32> = pairs.blocks[2].clone().into_data().to_vec().expect("i32");
+        let last = pairs.blocks[2].clone().into_data().convert::<i32>();
+        let last: Vec<i32> = last.to_vec().expect("i32 after convert");
         assert_eq!(last, vec![i32::from_le_bytes([12, 13, 14, 0])]);
         let whole = PairBuckets::<CpuBackend>::new(&buckets, 3, &Default::default());
         assert_eq!((whole.blocks.len(), whole.block_rows), (1, 5));

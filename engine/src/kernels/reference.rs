@@ -90,7 +90,11 @@ fn scores<B: Backend>(
 ) -> Tensor<B, 3> {
     let [_, rows, head_dim] = q.dims();
     let [_, cols, _] = k.dims();
-    assert_eq!([pairs.rows, pairs.cols], [rows, cols], "one bucket per query-key pair");
+    assert_eq!(
+        [pairs.rows, pairs.cols],
+        [rows, cols],
+        "one bucket per query-key pair"
+    );
     let scale = (head_dim as f64).sqrt().recip();
     let buckets = unpack_buckets(pairs);
     q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, buckets, [rows, cols])

@@ -112,9 +112,18 @@ fn run_blocks(
         buffers.push(block.handle.clone());
         buffers.extend_from_slice(after);
         let by_columns = shader == Shader::AttentionBackwardKey;
-        buffers.push(params_handle(like, shader, dims.params(&rows, by_columns && b > 0)));
+        buffers.push(params_handle(
+            like,
+            shader,
+            dims.params(&rows, by_columns && b > 0),
+        ));
         let items = if by_columns { dims.seq } else { rows.len() };
-        launch(like, dims.kernel(shader), dims.count(shader, items), buffers);
+        launch(
+            like,
+            dims.kernel(shader),
+            dims.count(shader, items),
+            buffers,
+        );
     }
 }
 
@@ -162,7 +171,10 @@ impl BiasedAttentionBackend for WgpuBackend {
             lse.handle.clone(),
             delta.handle.clone(),
         ];
-        let query_out = [saved.to_vec(), vec![d_q.handle.clone(), d_bias_rows.handle.clone()]];
+        let query_out = [
+            saved.to_vec(),
+            vec![d_q.handle.clone(), d_bias_rows.handle.clone()],
+        ];
         let key_out = [saved.to_vec(), vec![d_k.handle.clone(), d_v.handle.clone()]];
         let shaders = [Shader::AttentionBackwardQuery, Shader::AttentionBackwardKey];
         for (shader, after) in shaders.into_iter().zip([query_out, key_out]) {

@@ -93,9 +93,11 @@ fn tracked<B: SparseMatmulBackend, C: CheckpointStrategy>(
             let out = product(transposed, x.clone(), dense_inner);
             prep.finish(x, out.into_primitive().tensor())
         }
-        OpsKind::UnTracked(prep) => {
-            prep.finish(product(transposed, x, dense_inner).into_primitive().tensor())
-        }
+        OpsKind::UnTracked(prep) => prep.finish(
+            product(transposed, x, dense_inner)
+                .into_primitive()
+                .tensor(),
+        ),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -21,7 +21,10 @@ impl CsrIndex {
     /// graph data.
     pub fn new(cols: usize, offsets: &[usize], indices: &[u32]) -> Self {
         let nnz = indices.len();
-        let rows = offsets.len().checked_sub(1).expect("offsets hold rows + 1 entries");
+        let rows = offsets
+            .len()
+            .checked_sub(1)
+            .expect("offsets hold rows + 1 entries");
         assert!(
             offsets[0] == 0 && offsets[rows] == nnz && offsets.is_sorted(),
             "CSR offsets must run from 0 to {nnz} without decreasing"
@@ -36,7 +39,10 @@ impl CsrIndex {
         }
         let mut col_offsets = vec![0i32; cols + 1];
         for &c in indices {
-            assert!((c as usize) < cols, "column {c} out of range for {cols} columns");
+            assert!(
+                (c as usize) < cols,
+                "column {c} out of range for {cols} columns"
+            );
             col_offsets[c as usize + 1] += 1;
         }
         for c in 0..cols {
