@@ -1,29 +1,29 @@
 // Fused topology-biased attention, backward for the keys and values.
 //
 // Bindings (group 0), all storage read_write (cubecl may alias buffers):
-//   0 q        vec4<f32> [heads, seq, head_dim / 4]
-//   1 k        vec4<f32> [heads, seq, head_dim / 4]
-//   2 v        vec4<f32> [heads, seq, head_dim / 4]
+//   0 q        vec4<f32> [heads, rows, head_dim / 4]
+//   1 k        vec4<f32> [heads, keys, head_dim / 4]
+//   2 v        vec4<f32> [heads, keys, head_dim / 4]
 //   3 table    f32 [heads, buckets]
-//   4 pairs    u32 [ceil(seq*seq / 4)]       one-byte bucket of pair (i, j) at byte i*seq + j
-//   5 d_out    vec4<f32> [heads, seq, head_dim / 4]    gradient of the attention output
-//   6 lse      f32 [heads, seq]              saved by the forward
-//   7 delta    f32 [heads, seq]              rowsum(d_out * out), computed by the host
-//   8 d_k      vec4<f32> [heads, seq, head_dim / 4]    gradient of the keys (written)
-//   9 d_v      vec4<f32> [heads, seq, head_dim / 4]    gradient of the values (written)
+//   4 pairs    u32 [ceil(rows*keys / 4)]     one-byte bucket of pair (i, j) at byte i*keys + j
+//   5 d_out    vec4<f32> [heads, rows, head_dim / 4]    gradient of the attention output
+//   6 lse      f32 [heads, rows]              saved by the forward
+//   7 delta    f32 [heads, rows]              rowsum(d_out * out), computed by the host
+//   8 d_k      vec4<f32> [heads, keys, head_dim / 4]    gradient of the keys (written)
+//   9 d_v      vec4<f32> [heads, keys, head_dim / 4]    gradient of the values (written)
 //  10 params   Params
-// Dispatch: workgroups (ceil(seq / 64), heads, 1); one invocation per (key column, head).
+// Dispatch: workgroups (ceil(keys / 64), heads, 1); one invocation per (key column, head).
 // HEAD_DIM is specialised by the host before compilation.
 
 struct Params {
     heads: u32,
-    seq: u32,
+    rows: u32,
+    keys: u32,
     head_dim: u32,
     buckets: u32,
     scale: f32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
@@ -42,7 +42,7 @@ const VEC: u32 = HEAD_DIM / 4u;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
 fn bucket_of(row: u32, col: u32) -> u32 {
-    let pair = row * params.seq + col;
+    let pair = row * params.keys + col;
     return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
 }
 
@@ -50,12 +50,13 @@ fn bucket_of(row: u32, col: u32) -> u32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let col = gid.x;
     let head = gid.y;
-    let seq = params.seq;
-    if (col >= seq || head >= params.heads) {
+    let rows = params.rows;
+    let keys = params.keys;
+    if (col >= keys || head >= params.heads) {
         return;
     }
-    let head_base = head * seq * VEC;
-    let col_base = head_base + col * VEC;
+    let query_base = head * rows * VEC;
+    let col_base = (head * keys + col) * VEC;
     let bias_base = head * params.buckets;
 
     var kj: array<vec4<f32>, VEC>;
@@ -69,16 +70,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         dv[c] = vec4<f32>(0.0);
     }
 
-    for (var row = 0u; row < seq; row++) {
-        let row_base = head_base + row * VEC;
+    for (var row = 0u; row < rows; row++) {
+        let row_base = query_base + row * VEC;
         var score = table[bias_base + bucket_of(row, col)];
         var dp = 0.0;
         for (var c = 0u; c < VEC; c++) {
             score += dot(q[row_base + c], kj[c]) * params.scale;
             dp += dot(d_out[row_base + c], vj[c]);
         }
-        let p = exp(score - lse[head * seq + row]);
-        let ds = p * (dp - delta[head * seq + row]);
+        let p = exp(score - lse[head * rows + row]);
+        let ds = p * (dp - delta[head * rows + row]);
         for (var c = 0u; c < VEC; c++) {
             dv[c] += p * d_out[row_base + c];
             dk[c] += ds * q[row_base + c];

@@ -1,27 +1,27 @@
 // Fused topology-biased attention, forward (FlashAttention-style online softmax).
 //
 // Bindings (group 0), all storage read_write (cubecl may alias buffers):
-//   0 q       vec4<f32> [heads, seq, head_dim / 4]   queries
-//   1 k       vec4<f32> [heads, seq, head_dim / 4]   keys
-//   2 v       vec4<f32> [heads, seq, head_dim / 4]   values
+//   0 q       vec4<f32> [heads, rows, head_dim / 4]  queries (a block of `rows` query rows)
+//   1 k       vec4<f32> [heads, keys, head_dim / 4]  keys (all `keys` keys of the sequence)
+//   2 v       vec4<f32> [heads, keys, head_dim / 4]  values
 //   3 table   f32 [heads, buckets]         spatial bias per head per distance bucket
-//   4 pairs   u32 [ceil(seq*seq / 4)]      one-byte bucket of pair (i, j) at byte i*seq + j (little-endian)
-//   5 out     vec4<f32> [heads, seq, head_dim / 4]   attention output
-//   6 lse     f32 [heads, seq]             log-sum-exp of each score row (saved for the backward)
+//   4 pairs   u32 [ceil(rows*keys / 4)]    one-byte bucket of pair (i, j) at byte i*keys + j (little-endian)
+//   5 out     vec4<f32> [heads, rows, head_dim / 4]  attention output
+//   6 lse     f32 [heads, rows]             log-sum-exp of each score row (saved for the backward)
 //   7 params  Params
-// Dispatch: workgroups (ceil(seq / 64), heads, 1); one invocation per (query row, head).
+// Dispatch: workgroups (ceil(rows / 64), heads, 1); one invocation per (query row, head).
 // Never writes an S×S matrix: scores live in registers, a block of BLOCK keys at a time.
 // HEAD_DIM is specialised by the host to the real head dimension before compilation.
 
 struct Params {
     heads: u32,
-    seq: u32,
+    rows: u32,
+    keys: u32,
     head_dim: u32,
     buckets: u32,
     scale: f32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
@@ -38,7 +38,7 @@ const BLOCK: u32 = 16u;
 @group(0) @binding(7) var<storage, read_write> params: Params;
 
 fn bucket_of(row: u32, col: u32) -> u32 {
-    let pair = row * params.seq + col;
+    let pair = row * params.keys + col;
     return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
 }
 
@@ -46,12 +46,13 @@ fn bucket_of(row: u32, col: u32) -> u32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let row = gid.x;
     let head = gid.y;
-    let seq = params.seq;
-    if (row >= seq || head >= params.heads) {
+    let rows = params.rows;
+    let keys = params.keys;
+    if (row >= rows || head >= params.heads) {
         return;
     }
-    let head_base = head * seq * VEC;
-    let row_base = head_base + row * VEC;
+    let head_base = head * keys * VEC;
+    let row_base = (head * rows + row) * VEC;
     let bias_base = head * params.buckets;
 
     var qi: array<vec4<f32>, VEC>;
@@ -64,8 +65,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var running_sum = 0.0;
     var scores: array<f32, BLOCK>;
 
-    for (var start = 0u; start < seq; start += BLOCK) {
-        let count = min(BLOCK, seq - start);
+    for (var start = 0u; start < keys; start += BLOCK) {
+        let count = min(BLOCK, keys - start);
         var block_max = -1.0e30;
         for (var t = 0u; t < count; t++) {
             let key_base = head_base + (start + t) * VEC;
@@ -97,5 +98,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var c = 0u; c < VEC; c++) {
         out[row_base + c] = acc[c] * inverse;
     }
-    lse[head * seq + row] = running_max + log(running_sum);
+    lse[head * rows + row] = running_max + log(running_sum);
 }

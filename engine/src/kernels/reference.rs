@@ -9,8 +9,8 @@ use burn::tensor::{
 use super::{AttentionGrads, AttentionInputs, AttentionSaved, BiasedAttentionBackend};
 use crate::device::CpuBackend;
 
-/// Unpacks the four-per-word pair buckets into one integer per pair, `[S²]`.
-pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tensor<B, 1, Int> {
+/// Unpacks the four-per-word pair buckets into one integer per pair, `[pairs]` (`rows × keys`).
+pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, count: usize) -> Tensor<B, 1, Int> {
     let [words] = pairs.dims();
     let shifts = Tensor::<B, 1, Int>::from_data(
         TensorData::new(vec![0i32, 8, 16, 24], [4]),
@@ -24,10 +24,10 @@ pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tenso
         .bitwise_right_shift(shifts)
         .bitwise_and_scalar(255.elem())
         .reshape([words * 4])
-        .slice(0..seq * seq)
+        .slice(0..count)
 }
 
-/// The `[heads, S, S]` bias: each pair gets its bucket's scalar, per head.
+/// The `[heads, rows, keys]` bias: each pair gets its bucket's scalar, per head.
 ///
 /// Built bucket by bucket from `[1, S, S]` equality masks rather than by gathering from the
 /// table: the gather's backward is a scatter-add of S² values into a handful of entries, which
@@ -37,12 +37,12 @@ pub fn unpack_buckets<B: Backend>(pairs: Tensor<B, 1, Int>, seq: usize) -> Tenso
 pub fn bias_matrix<B: Backend>(
     table: Tensor<B, 2>,
     buckets: Tensor<B, 1, Int>,
-    seq: usize,
+    [rows, keys]: [usize; 2],
 ) -> Tensor<B, 3> {
     let [heads, count] = table.dims();
-    let mut bias: Tensor<B, 3> = Tensor::zeros([heads, seq, seq], &table.device());
+    let mut bias: Tensor<B, 3> = Tensor::zeros([heads, rows, keys], &table.device());
     for bucket in 0..count {
-        let mask = bucket_mask(buckets.clone(), bucket, seq);
+        let mask = bucket_mask(buckets.clone(), bucket, [rows, keys]);
         bias = bias
             + table
                 .clone()
@@ -53,24 +53,30 @@ pub fn bias_matrix<B: Backend>(
     bias
 }
 
-/// `[1, S, S]`: 1.0 where the pair's bucket is `bucket`, else 0.0.
-fn bucket_mask<B: Backend>(buckets: Tensor<B, 1, Int>, bucket: usize, seq: usize) -> Tensor<B, 3> {
+/// `[1, rows, keys]`: 1.0 where the pair's bucket is `bucket`, else 0.0.
+fn bucket_mask<B: Backend>(
+    buckets: Tensor<B, 1, Int>,
+    bucket: usize,
+    [rows, keys]: [usize; 2],
+) -> Tensor<B, 3> {
     buckets
         .equal_elem(bucket as i64)
         .float()
-        .reshape([1, seq, seq])
+        .reshape([1, rows, keys])
 }
 
-/// Scaled scores plus bias, `[heads, S, S]`.
+/// Scaled scores plus bias, `[heads, rows, keys]`.
 fn scores<B: Backend>(
     q: Tensor<B, 3>,
     k: Tensor<B, 3>,
     table: Tensor<B, 2>,
     pairs: Tensor<B, 1, Int>,
 ) -> Tensor<B, 3> {
-    let [_, seq, head_dim] = q.dims();
+    let [_, rows, head_dim] = q.dims();
+    let [_, keys, _] = k.dims();
     let scale = (head_dim as f64).sqrt().recip();
-    q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, unpack_buckets(pairs, seq), seq)
+    let buckets = unpack_buckets(pairs, rows * keys);
+    q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, buckets, [rows, keys])
 }
 
 /// The attention output, differentiable through burn's own autodiff.
@@ -104,10 +110,10 @@ pub fn forward<B: Backend>(inputs: AttentionInputs<B>) -> AttentionSaved<B> {
     let max = s.clone().max_dim(2);
     let lse = (s.clone() - max.clone()).exp().sum_dim(2).log() + max;
     let p = (s - lse.clone()).exp();
-    let [heads, seq, _] = lse.dims();
+    let [heads, rows, _] = lse.dims();
     AttentionSaved {
         output: primitive(p.matmul(v)),
-        lse: primitive(lse.reshape([heads, seq])),
+        lse: primitive(lse.reshape([heads, rows])),
     }
 }
 
@@ -125,10 +131,11 @@ pub fn backward<B: Backend>(
     let pairs: Tensor<B, 1, Int> = Tensor::from_primitive(inputs.pairs);
     let output: Tensor<B, 3> = float(saved.output);
     let d_out: Tensor<B, 3> = float(grad_output);
-    let [heads, seq, head_dim] = q.dims();
+    let [heads, rows, head_dim] = q.dims();
+    let [_, keys, _] = k.dims();
     let [_, buckets] = table.dims();
     let scale = (head_dim as f64).sqrt().recip();
-    let lse: Tensor<B, 3> = float::<B, 2>(saved.lse).reshape([heads, seq, 1]);
+    let lse: Tensor<B, 3> = float::<B, 2>(saved.lse).reshape([heads, rows, 1]);
 
     let p = (scores(q.clone(), k.clone(), table, pairs.clone()) - lse).exp();
     let d_v = p.clone().swap_dims(1, 2).matmul(d_out.clone());
@@ -137,10 +144,10 @@ pub fn backward<B: Backend>(
     let d_s = p * (d_p - delta);
     let d_q = d_s.clone().matmul(k) * scale;
     let d_k = d_s.clone().swap_dims(1, 2).matmul(q) * scale;
-    let unpacked = unpack_buckets(pairs, seq);
+    let unpacked = unpack_buckets(pairs, rows * keys);
     let columns: Vec<Tensor<B, 2>> = (0..buckets)
         .map(|bucket| {
-            let masked = d_s.clone() * bucket_mask(unpacked.clone(), bucket, seq);
+            let masked = d_s.clone() * bucket_mask(unpacked.clone(), bucket, [rows, keys]);
             masked.sum_dim(1).sum_dim(2).reshape([heads, 1])
         })
         .collect();

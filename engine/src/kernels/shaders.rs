@@ -76,8 +76,10 @@ impl Shader {
 pub struct AttentionParams {
     /// Attention heads.
     pub heads: u32,
-    /// Sequence length S.
-    pub seq: u32,
+    /// Query rows (a block of the sequence under context parallelism, else S).
+    pub rows: u32,
+    /// Keys: the sequence length S.
+    pub keys: u32,
     /// Head dimension.
     pub head_dim: u32,
     /// Distance buckets (table columns).
@@ -85,7 +87,7 @@ pub struct AttentionParams {
     /// Score scale, 1/√head_dim.
     pub scale: f32,
     /// Padding to 32 bytes.
-    pub _pad: [u32; 3],
+    pub _pad: [u32; 2],
 }
 
 /// What naga made of one shader: the translations to every target it supports.

@@ -50,7 +50,8 @@ type Cube = CubeTensor<WgpuRuntime>;
 /// The shape of the attention inputs, checked.
 struct Dims {
     heads: usize,
-    seq: usize,
+    rows: usize,
+    keys: usize,
     head_dim: usize,
     buckets: usize,
 }
@@ -58,17 +59,22 @@ struct Dims {
 impl Dims {
     fn of(inputs: &AttentionInputs<WgpuBackend>) -> Self {
         let qs = inputs.q.meta.shape();
-        let (heads, seq, head_dim) = (qs[0], qs[1], qs[2]);
-        for (name, t) in [("k", &inputs.k), ("v", &inputs.v)] {
-            assert_eq!(t.meta.shape(), qs, "{name} must have the shape of q");
-        }
+        let (heads, rows, head_dim) = (qs[0], qs[1], qs[2]);
+        let ks = inputs.k.meta.shape();
+        let keys = ks[1];
+        assert_eq!(
+            [ks[0], ks[2]],
+            [heads, head_dim],
+            "k must be [heads, keys, head_dim] like q"
+        );
+        assert_eq!(inputs.v.meta.shape(), ks, "v must have the shape of k");
         let ts = inputs.table.meta.shape();
         assert_eq!(ts[0], heads, "the bias table needs one row per head");
         let words = inputs.pairs.meta.shape()[0];
         assert_eq!(
             words,
-            (seq * seq).div_ceil(4),
-            "pairs must hold S² one-byte buckets"
+            (rows * keys).div_ceil(4),
+            "pairs must hold rows × keys one-byte buckets"
         );
         assert!(ts[1] <= 256, "at most 256 buckets fit a byte");
         assert!(
@@ -77,7 +83,8 @@ impl Dims {
         );
         Self {
             heads,
-            seq,
+            rows,
+            keys,
             head_dim,
             buckets: ts[1],
         }
@@ -86,16 +93,19 @@ impl Dims {
     fn params(&self) -> AttentionParams {
         AttentionParams {
             heads: self.heads as u32,
-            seq: self.seq as u32,
+            rows: self.rows as u32,
+            keys: self.keys as u32,
             head_dim: self.head_dim as u32,
             buckets: self.buckets as u32,
             scale: (self.head_dim as f32).sqrt().recip(),
-            _pad: [0; 3],
+            _pad: [0; 2],
         }
     }
 
-    fn count(&self) -> CubeCount {
-        CubeCount::Static((self.seq as u32).div_ceil(WORKGROUP), self.heads as u32, 1)
+    /// One invocation per query row (`per_key` false) or per key (`per_key` true), per head.
+    fn count(&self, per_key: bool) -> CubeCount {
+        let items = if per_key { self.keys } else { self.rows };
+        CubeCount::Static((items as u32).div_ceil(WORKGROUP), self.heads as u32, 1)
     }
 
     fn kernel(&self, shader: Shader) -> AttentionKernel {
@@ -146,7 +156,7 @@ fn launch(like: &Cube, dims: &Dims, shader: Shader, buffers: Vec<Handle>) {
             dims.kernel(shader),
             CubeDim::new_1d(WORKGROUP),
         )),
-        dims.count(),
+        dims.count(shader == Shader::AttentionBackwardKey),
         KernelArguments::new().with_buffers(buffers.into_iter().map(Handle::binding).collect()),
     );
 }
@@ -156,8 +166,8 @@ impl BiasedAttentionBackend for WgpuBackend {
         let inputs = contiguous(inputs);
         let dims = Dims::of(&inputs);
         let q = &inputs.q;
-        let output = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let lse = empty(q, vec![dims.heads, dims.seq]);
+        let output = empty(q, vec![dims.heads, dims.rows, dims.head_dim]);
+        let lse = empty(q, vec![dims.heads, dims.rows]);
         let buffers = vec![
             inputs.q.handle.clone(),
             inputs.k.handle.clone(),
@@ -183,10 +193,10 @@ impl BiasedAttentionBackend for WgpuBackend {
         let lse = into_contiguous(saved.lse);
         let delta = row_dot(grad_output.clone(), saved.output, &dims);
         let q = &inputs.q;
-        let d_q = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let d_k = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let d_v = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let d_bias_rows = empty(q, vec![dims.heads, dims.seq, dims.buckets]);
+        let d_q = empty(q, vec![dims.heads, dims.rows, dims.head_dim]);
+        let d_k = empty(q, vec![dims.heads, dims.keys, dims.head_dim]);
+        let d_v = empty(q, vec![dims.heads, dims.keys, dims.head_dim]);
+        let d_bias_rows = empty(q, vec![dims.heads, dims.rows, dims.buckets]);
         let shared = [
             inputs.q.handle.clone(),
             inputs.k.handle.clone(),
@@ -223,6 +233,6 @@ impl BiasedAttentionBackend for WgpuBackend {
 fn row_dot(a: Cube, b: Cube, dims: &Dims) -> Cube {
     let a: Tensor<WgpuBackend, 3> = Tensor::from_primitive(TensorPrimitive::Float(a));
     let b: Tensor<WgpuBackend, 3> = Tensor::from_primitive(TensorPrimitive::Float(b));
-    let dot = (a * b).sum_dim(2).reshape([dims.heads, dims.seq]);
+    let dot = (a * b).sum_dim(2).reshape([dims.heads, dims.rows]);
     into_contiguous(dot.into_primitive().tensor())
 }
