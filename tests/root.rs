@@ -5,9 +5,11 @@
 
 mod cli_bench;
 mod cli_errors;
+mod cli_parallel;
 mod cli_plan;
 mod cli_train;
 mod common;
 mod kernels;
 mod model_backends;
+mod parallel;
 mod shaders;

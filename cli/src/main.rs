@@ -1,6 +1,7 @@
 //! `megagraph`: train Graph Transformers on large graphs across whatever GPUs a lab has.
 
 mod commands;
+mod plan_source;
 mod progress;
 
 use std::process::ExitCode;

@@ -20,6 +20,8 @@ pub struct Plan {
     pub prediction: Prediction,
     /// Pure DP, uniform PP and uniform CP on the same cluster and model.
     pub baselines: Baselines,
+    /// The model shape the plan was made for (an engine refuses a plan for another shape).
+    pub model: ModelSpec,
 }
 
 impl Plan {
@@ -28,6 +30,7 @@ impl Plan {
         Plan {
             prediction: predict(cluster, model, &config),
             baselines: Baselines::of(cluster, model),
+            model: model.clone(),
             config,
         }
     }
@@ -63,6 +66,7 @@ struct PlanFile {
     fits: bool,
     devices: Vec<DevicePrediction>,
     baselines: Baselines,
+    model: ModelSpec,
 }
 
 impl From<Plan> for PlanFile {
@@ -71,6 +75,7 @@ impl From<Plan> for PlanFile {
             config,
             prediction,
             baselines,
+            model,
         } = plan;
         PlanFile {
             schema_version: SCHEMA_VERSION,
@@ -84,6 +89,7 @@ impl From<Plan> for PlanFile {
             fits: prediction.fits(),
             devices: prediction.devices,
             baselines,
+            model,
         }
     }
 }
@@ -132,10 +138,12 @@ impl TryFrom<PlanFile> for Plan {
                 ));
             }
         }
+        file.model.validate()?;
         Ok(Plan {
             config,
             prediction,
             baselines: file.baselines,
+            model: file.model,
         })
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use megagraph_planner::{load_cluster, load_model, search};
+use megagraph_planner::{Degrees, load_cluster, load_model, search, search_fixed};
 
 /// Options of `megagraph plan`.
 #[derive(Debug, Args)]
@@ -15,6 +15,10 @@ pub struct PlanArgs {
     /// The model shape (`model.json`, schema_version 1).
     #[arg(long)]
     model: PathBuf,
+    /// Plan these degrees (e.g. dp2-pp1-cp2: shares and layers balanced for them) instead of
+    /// searching all.
+    #[arg(long)]
+    degrees: Option<Degrees>,
     /// Also write the plan here as JSON.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -30,7 +34,10 @@ pub struct PlanArgs {
 pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     let cluster = load_cluster(&args.cluster)?;
     let model = load_model(&args.model)?;
-    let plan = search(&cluster, &model)?;
+    let plan = match args.degrees {
+        Some(degrees) => search_fixed(&cluster, &model, degrees)?,
+        None => search(&cluster, &model)?,
+    };
     if let Some(out) = &args.out {
         std::fs::write(out, plan.to_json() + "\n")
             .with_context(|| format!("{}: cannot write the plan", out.display()))?;
