@@ -272,3 +272,41 @@ fn context_parallel_over_four_devices_cuts_the_per_device_peak() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn a_sequence_too_long_for_one_device_trains_with_context_parallelism() -> TestResult {
+    let Some(devices) = wgpu_logical_devices("a_sequence_too_long_for_one_device_trains_with_context_parallelism")? else {
+        return Ok(());
+    };
+    // 11,600² one-byte pair buckets are 134.6 MB: beyond lavapipe's 128 MiB buffer limit on
+    // one device, a quarter of it on each of four.
+    let nodes = 11_600;
+    let graph = format!("sbm:{nodes}:4").parse::<SyntheticSpec>()?.generate(4)?;
+    let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, 4)?;
+    let options = TrainOptions {
+        epochs: 1,
+        max_steps: Some(1),
+        seq_len: nodes,
+        model: ModelConfig {
+            layers: 1,
+            hidden: 16,
+            heads: 2,
+            ffn_hidden: 32,
+            ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+        },
+        ..TrainOptions::default()
+    };
+    let single = Layout::new(plan("dp1-pp1-cp1", vec![stage([0, 1], vec![vec![0]])], vec![1.0], 1), 1, 1)?;
+    let refused = train_parallel::<WgpuAutodiff>(&graph, &split, &options, &single, &devices[..1], &mut |_| {})
+        .expect_err("one device cannot hold the pair buckets");
+    assert!(refused.to_string().contains("134560000-byte pair-bucket buffer"), "{refused}");
+    let sharded = Layout::new(
+        plan("dp1-pp1-cp4", vec![stage([0, 1], vec![vec![0, 1, 2, 3]])], vec![0.25; 4], 1),
+        4,
+        1,
+    )?;
+    let report = train_parallel::<WgpuAutodiff>(&graph, &split, &options, &sharded, &devices, &mut |_| {})?;
+    assert_eq!(report.step_losses.len(), 1);
+    assert!(report.step_losses[0].is_finite() && report.step_losses[0] > 0.0, "{:?}", report.step_losses);
+    Ok(())
+}

@@ -159,6 +159,9 @@ pub trait MemoryProbe: Backend {
     /// Bytes of the pool held by live tensors right now (the pool reserves in pages of 8, 32
     /// and 128 MiB, so this is the finer measure of what a computation keeps).
     fn in_use_bytes(device: &Self::Device) -> Option<u64>;
+
+    /// The largest buffer the device can allocate in one piece (`None`: no fixed limit).
+    fn max_buffer_bytes(device: &Self::Device) -> Option<u64>;
 }
 
 impl MemoryProbe for WgpuBackend {
@@ -175,6 +178,10 @@ impl MemoryProbe for WgpuBackend {
             .ok()
             .map(|usage| usage.bytes_in_use)
     }
+
+    fn max_buffer_bytes(device: &Self::Device) -> Option<u64> {
+        Some(WgpuRuntime::client(device).properties().memory.max_page_size)
+    }
 }
 
 impl MemoryProbe for CpuBackend {
@@ -183,6 +190,10 @@ impl MemoryProbe for CpuBackend {
     }
 
     fn in_use_bytes(_device: &Self::Device) -> Option<u64> {
+        None
+    }
+
+    fn max_buffer_bytes(_device: &Self::Device) -> Option<u64> {
         None
     }
 }
@@ -194,5 +205,9 @@ impl<B: MemoryProbe, C: CheckpointStrategy> MemoryProbe for Autodiff<B, C> {
 
     fn in_use_bytes(device: &Self::Device) -> Option<u64> {
         B::in_use_bytes(device)
+    }
+
+    fn max_buffer_bytes(device: &Self::Device) -> Option<u64> {
+        B::max_buffer_bytes(device)
     }
 }

@@ -36,8 +36,8 @@ use crate::{
     comm::{CommError, Communicator, LocalHub},
     device::MemoryProbe,
     graph::{Graph, Split},
-    model::ModelBackend,
-    train::{DeviceRun, EpochMetrics, TrainOptions, TrainReport, build_sequences},
+    model::{AttentionKernel, ModelBackend, ModelConfig},
+    train::{DeviceRun, EpochMetrics, LabelledSequence, TrainOptions, TrainReport, build_sequences},
 };
 use burn::tensor::backend::AutodiffBackend;
 use worker::{Job, Worker, WorkerOutcome};
@@ -68,13 +68,7 @@ where
         )));
     }
     let sequences = build_sequences(graph, split, options.seq_len, config.max_distance, options.seed)?;
-    for (replica, stage) in
-        (0..layout.degrees().dp).flat_map(|r| (0..layout.degrees().pp).map(move |s| (r, s)))
-    {
-        for seq in &sequences {
-            layout.shard_rows(replica, stage, seq.host.nodes.len())?;
-        }
-    }
+    check_shards_fit::<B>(layout, &config, &sequences, devices)?;
     let job = Job {
         graph,
         sequences: &sequences,
@@ -107,6 +101,46 @@ where
     })?;
     let outcomes = first_cause(results)?;
     Ok(report(outcomes, lead, sequences.len(), start))
+}
+
+/// Checks before any work that every device can allocate the largest buffer of its shard of
+/// every sequence: the pair buckets (one byte per row × key), and with the reference attention
+/// its `[heads, rows, keys]` scores. An allocation beyond the limit does not fail cleanly on
+/// every backend (cubecl's wgpu server panics on its own thread and the kernels then read an
+/// unbound buffer), so it must never be attempted.
+fn check_shards_fit<B: MemoryProbe>(
+    layout: &Layout,
+    config: &ModelConfig,
+    sequences: &[LabelledSequence],
+    devices: &[B::Device],
+) -> Result<(), EngineError> {
+    for rank in layout.ranks() {
+        let role = layout.role(rank).expect("ranks have roles");
+        let limit = B::max_buffer_bytes(&devices[rank]);
+        for seq in sequences {
+            let nodes = seq.host.nodes.len();
+            let rows = layout.shard_rows(role.replica, role.stage, nodes)?[role.shard];
+            let Some(limit) = limit else { continue };
+            let pairs = (rows * nodes) as u64;
+            let mut buffers = vec![("pair-bucket", pairs)];
+            if config.attention == AttentionKernel::Reference {
+                buffers.push(("attention-score", 4 * config.heads as u64 * pairs));
+            }
+            for (what, needed) in buffers {
+                if needed > limit {
+                    return Err(EngineError::ShardTooLarge {
+                        rank,
+                        nodes,
+                        rows,
+                        what,
+                        needed,
+                        limit,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs one worker, turning a panic into an error and aborting the job on any failure so that
