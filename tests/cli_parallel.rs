@@ -9,8 +9,18 @@ use crate::common::{TestError, TestResult, have_adapter, megagraph, workspace_ro
 
 /// The flags of a small run whose model the plans below are made for.
 const RUN: [&str; 12] = [
-    "--synthetic", "sbm:240:3", "--seq-len", "60", "--layers", "2", "--hidden", "16",
-    "--heads", "2", "--seed", "1",
+    "--synthetic",
+    "sbm:240:3",
+    "--seq-len",
+    "60",
+    "--layers",
+    "2",
+    "--hidden",
+    "16",
+    "--heads",
+    "2",
+    "--seed",
+    "1",
 ];
 
 /// Writes a cluster of `devices` equal devices of `memory` bytes and the model of [`RUN`],
@@ -33,10 +43,20 @@ fn plan_for(dir: &std::path::Path, devices: usize, memory: f64) -> Result<String
     let plan_path = dir.join("plan.json");
     std::fs::write(&cluster_path, cluster.to_string())?;
     std::fs::write(&model_path, model.to_string())?;
-    let path = |p: &std::path::Path| p.to_str().map(str::to_string).ok_or("temp path is not UTF-8");
+    let path = |p: &std::path::Path| {
+        p.to_str()
+            .map(str::to_string)
+            .ok_or("temp path is not UTF-8")
+    };
     let run = megagraph(&[
-        "plan", "--cluster", &path(&cluster_path)?, "--model", &path(&model_path)?, "--out",
-        &path(&plan_path)?, "--json",
+        "plan",
+        "--cluster",
+        &path(&cluster_path)?,
+        "--model",
+        &path(&model_path)?,
+        "--out",
+        &path(&plan_path)?,
+        "--json",
     ])?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
     Ok(path(&plan_path)?)
@@ -63,12 +83,23 @@ fn a_plan_runs_on_logical_devices_and_reports_each_device() -> TestResult {
     let devices = report["devices"].as_array().ok_or("devices is a list")?;
     assert!(!devices.is_empty(), "{report}");
     for device in devices {
-        for key in ["step_seconds", "peak_bytes", "predicted_step_seconds", "predicted_peak_bytes"] {
-            assert!(device[key].as_f64().is_some_and(|v| v > 0.0), "{key} in {device}");
+        for key in [
+            "step_seconds",
+            "peak_bytes",
+            "predicted_step_seconds",
+            "predicted_peak_bytes",
+        ] {
+            assert!(
+                device[key].as_f64().is_some_and(|v| v > 0.0),
+                "{key} in {device}"
+            );
         }
     }
     assert_eq!(report["epochs"], 2, "{report}");
-    assert!(report["plan"].as_str().is_some_and(|p| p.starts_with("dp")), "{report}");
+    assert!(
+        report["plan"].as_str().is_some_and(|p| p.starts_with("dp")),
+        "{report}"
+    );
     Ok(())
 }
 
@@ -90,7 +121,10 @@ fn a_plan_for_another_model_is_refused() -> TestResult {
     let plan = plan_for(dir.path(), 2, 8e9)?;
     let mut args: Vec<&str> = vec!["train"];
     args.extend(RUN);
-    let heads = args.iter().position(|&a| a == "--heads").ok_or("RUN sets --heads")?;
+    let heads = args
+        .iter()
+        .position(|&a| a == "--heads")
+        .ok_or("RUN sets --heads")?;
     args[heads + 1] = "4";
     args.extend(["--plan", &plan, "--devices", "2"]);
     let run = megagraph(&args)?;
@@ -127,5 +161,22 @@ fn a_plan_that_does_not_fit_is_refused() -> TestResult {
     std::fs::write(&plan, json.to_string())?;
     let run = train(&["--plan", &plan, "--devices", "2"])?;
     assert_one_line_error(&run, Some(1), &["does not fit", "device"]);
+    Ok(())
+}
+
+#[test]
+fn devices_without_a_plan_profile_and_plan_first() -> TestResult {
+    if !have_adapter("devices_without_a_plan_profile_and_plan_first")? {
+        return Ok(());
+    }
+    let run = train(&["--devices", "2", "--epochs", "1", "--json"])?;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(run.stderr.contains("planned dp"), "{}", run.describe());
+    let report: serde_json::Value = serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
+    let devices = report["devices"].as_array().ok_or("devices is a list")?;
+    assert!(
+        devices.iter().all(|d| d["predicted_step_seconds"].as_f64().is_some()),
+        "{report}"
+    );
     Ok(())
 }

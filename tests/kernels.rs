@@ -28,6 +28,13 @@ struct Case {
     all_far: bool,
 }
 
+impl Case {
+    /// Heads, rows, keys, head dimension, buckets.
+    fn dims(&self) -> [usize; 5] {
+        [self.heads, self.rows, self.keys, self.head_dim, self.buckets]
+    }
+}
+
 /// Outputs and gradients as host vectors: out, dq, dk, dv, dtable.
 type Results = [Vec<f32>; 5];
 
@@ -41,7 +48,7 @@ fn run<
     fused: bool,
     device: &B::Device,
 ) -> Results {
-    let [h, r, s, d, nb] = [case.heads, case.rows, case.keys, case.head_dim, case.buckets];
+    let [h, r, s, d, nb] = case.dims();
     let t3 = |v: &Vec<f32>, n: usize| {
         Tensor::<B, 3>::from_data(TensorData::new(v.clone(), [h, n, d]), device).require_grad()
     };
@@ -73,7 +80,7 @@ fn run<
 
 fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
     let mut rng = StdRng::seed_from_u64(seed);
-    let [h, r, s, d, nb] = [case.heads, case.rows, case.keys, case.head_dim, case.buckets];
+    let [h, r, s, d, nb] = case.dims();
     let mut normal =
         |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect() };
     let host = [

@@ -64,7 +64,13 @@ fn reference(
     device: &WgpuDevice,
 ) -> Result<(Vec<f64>, Vec<f32>), TestError> {
     let config = options.model_config(graph);
-    let sequences = build_sequences(graph, split, options.seq_len, config.max_distance, options.seed)?;
+    let sequences = build_sequences(
+        graph,
+        split,
+        options.seq_len,
+        config.max_distance,
+        options.seed,
+    )?;
     let mut model = GraphTransformer::<WgpuAutodiff>::initialised(&config, options.seed, device);
     let mut optimizer = AdamConfig::new()
         .with_weight_decay(Some(WeightDecayConfig::new(options.weight_decay)))
@@ -78,8 +84,13 @@ fn reference(
         let mut loss_sum = 0.0;
         for &index in &step {
             let seq = &sequences[index];
-            assert!(!seq.train.is_empty(), "every test sequence has training nodes");
-            let tensors = seq.host.to_device::<WgpuAutodiff>(graph, config.max_degree, device);
+            assert!(
+                !seq.train.is_empty(),
+                "every test sequence has training nodes"
+            );
+            let tensors = seq
+                .host
+                .to_device::<WgpuAutodiff>(graph, config.max_degree, device);
             let positions: Vec<i32> = seq.train.iter().map(|&p| p as i32).collect();
             let labels: Vec<i32> = seq
                 .train
@@ -87,8 +98,12 @@ fn reference(
                 .map(|&p| graph.labels()[seq.host.nodes[p as usize] as usize] as i32)
                 .collect();
             let count = positions.len();
-            let positions = Tensor::<WgpuAutodiff, 1, Int>::from_data(TensorData::new(positions, [count]), device);
-            let labels = Tensor::<WgpuAutodiff, 1, Int>::from_data(TensorData::new(labels, [count]), device);
+            let positions = Tensor::<WgpuAutodiff, 1, Int>::from_data(
+                TensorData::new(positions, [count]),
+                device,
+            );
+            let labels =
+                Tensor::<WgpuAutodiff, 1, Int>::from_data(TensorData::new(labels, [count]), device);
             let logits = model.forward(&tensors).select(0, positions);
             let loss = loss_fn.forward(logits, labels) / batch as f32;
             loss_sum += loss.clone().into_scalar().elem::<f64>();
@@ -104,7 +119,12 @@ fn stage(layers: [usize; 2], devices: Vec<Vec<usize>>) -> Stage {
     Stage { layers, devices }
 }
 
-fn plan(degrees: &str, stages: Vec<Stage>, node_shares: Vec<f64>, micro_batches: usize) -> ParallelConfig {
+fn plan(
+    degrees: &str,
+    stages: Vec<Stage>,
+    node_shares: Vec<f64>,
+    micro_batches: usize,
+) -> ParallelConfig {
     ParallelConfig {
         degrees: degrees.parse().expect("valid degrees"),
         stages,
@@ -113,10 +133,14 @@ fn plan(degrees: &str, stages: Vec<Stage>, node_shares: Vec<f64>, micro_batches:
     }
 }
 
-fn run_plan(config: ParallelConfig, devices: &[WgpuDevice]) -> Result<(TrainReport, usize), TestError> {
+fn run_plan(
+    config: ParallelConfig,
+    devices: &[WgpuDevice],
+) -> Result<(TrainReport, usize), TestError> {
     let (graph, split, options) = setup()?;
     let layout = Layout::new(config, devices.len(), options.model.layers)?;
-    let report = train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
+    let report =
+        train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
     Ok((report, layout.batch()))
 }
 
@@ -138,7 +162,11 @@ fn check_equivalent(name: &str, config: ParallelConfig) -> TestResult {
             step + 1
         );
     }
-    assert_eq!(report.parameters.len(), parameters.len(), "{name}: parameter count");
+    assert_eq!(
+        report.parameters.len(),
+        parameters.len(),
+        "{name}: parameter count"
+    );
     let scale = parameters.iter().fold(0f32, |m, x| m.max(x.abs())) as f64;
     let (worst, at) = report
         .parameters
@@ -153,11 +181,21 @@ fn check_equivalent(name: &str, config: ParallelConfig) -> TestResult {
     );
     // The run must have moved the parameters, or the comparison could not fail.
     let (graph, _, options) = setup()?;
-    let initial = GraphTransformer::<WgpuAutodiff>::initialised(&options.model_config(&graph), options.seed, &device)
-        .all_parameter_values();
-    let moved = initial.iter().zip(&parameters).any(|(a, b)| (a - b).abs() > 1e-3);
+    let initial = GraphTransformer::<WgpuAutodiff>::initialised(
+        &options.model_config(&graph),
+        options.seed,
+        &device,
+    )
+    .all_parameter_values();
+    let moved = initial
+        .iter()
+        .zip(&parameters)
+        .any(|(a, b)| (a - b).abs() > 1e-3);
     assert!(moved, "{name}: training changed no parameter");
-    eprintln!("{name}: losses {:?}; worst parameter difference {worst:e} of {scale:e}", report.step_losses);
+    eprintln!(
+        "{name}: losses {:?}; worst parameter difference {worst:e} of {scale:e}",
+        report.step_losses
+    );
     Ok(())
 }
 
@@ -165,7 +203,12 @@ fn check_equivalent(name: &str, config: ParallelConfig) -> TestResult {
 fn context_parallel_matches_one_device() -> TestResult {
     check_equivalent(
         "cp2",
-        plan("dp1-pp1-cp2", vec![stage([0, 4], vec![vec![0, 1]])], vec![0.5, 0.5], 1),
+        plan(
+            "dp1-pp1-cp2",
+            vec![stage([0, 4], vec![vec![0, 1]])],
+            vec![0.5, 0.5],
+            1,
+        ),
     )
 }
 
@@ -173,7 +216,12 @@ fn context_parallel_matches_one_device() -> TestResult {
 fn context_parallel_with_uneven_shares_matches_one_device() -> TestResult {
     check_equivalent(
         "cp2 shares 2:1",
-        plan("dp1-pp1-cp2", vec![stage([0, 4], vec![vec![1, 0]])], vec![1.0 / 3.0, 2.0 / 3.0], 1),
+        plan(
+            "dp1-pp1-cp2",
+            vec![stage([0, 4], vec![vec![1, 0]])],
+            vec![1.0 / 3.0, 2.0 / 3.0],
+            1,
+        ),
     )
 }
 
@@ -194,7 +242,12 @@ fn pipeline_with_uneven_layers_matches_one_device() -> TestResult {
 fn data_parallel_matches_one_device() -> TestResult {
     check_equivalent(
         "dp2",
-        plan("dp2-pp1-cp1", vec![stage([0, 4], vec![vec![0], vec![1]])], vec![1.0, 1.0], 1),
+        plan(
+            "dp2-pp1-cp1",
+            vec![stage([0, 4], vec![vec![0], vec![1]])],
+            vec![1.0, 1.0],
+            1,
+        ),
     )
 }
 
@@ -217,31 +270,60 @@ fn pipeline_and_context_parallel_match_one_device() -> TestResult {
         "pp2-cp2",
         plan(
             "dp1-pp2-cp2",
-            vec![stage([0, 2], vec![vec![0, 1]]), stage([2, 4], vec![vec![2, 3]])],
+            vec![
+                stage([0, 2], vec![vec![0, 1]]),
+                stage([2, 4], vec![vec![2, 3]]),
+            ],
             vec![0.6, 0.4, 0.5, 0.5],
             2,
         ),
     )
 }
 
-/// Peak bytes held by live tensors on each device during one step on one `sbm:NODES`
-/// sequence (the pool's reserved bytes move in 8, 32 and 128 MiB pages, too coarse to compare).
-fn one_step_peaks(nodes: usize, layout_config: ParallelConfig, devices: &[WgpuDevice]) -> Result<Vec<u64>, TestError> {
-    let graph = format!("sbm:{nodes}:4").parse::<SyntheticSpec>()?.generate(2)?;
-    let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, 2)?;
+/// One `sbm:NODES:4` graph as a single sequence, trained for one step by a one-layer model
+/// of width `hidden` with `heads` heads.
+fn one_sequence_step(
+    nodes: usize,
+    seed: u64,
+    hidden: usize,
+    heads: usize,
+) -> Result<(Graph, Split, TrainOptions), TestError> {
+    let graph = format!("sbm:{nodes}:4")
+        .parse::<SyntheticSpec>()?
+        .generate(seed)?;
+    let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, seed)?;
     let options = TrainOptions {
         epochs: 1,
         max_steps: Some(1),
         seq_len: nodes,
         model: ModelConfig {
             layers: 1,
+            hidden,
+            heads,
+            ffn_hidden: 2 * hidden,
             ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
         },
         ..TrainOptions::default()
     };
+    Ok((graph, split, options))
+}
+
+/// Peak bytes held by live tensors on each device during one step on one `sbm:NODES`
+/// sequence (the pool's reserved bytes move in 8, 32 and 128 MiB pages, too coarse to compare).
+fn one_step_peaks(
+    nodes: usize,
+    layout_config: ParallelConfig,
+    devices: &[WgpuDevice],
+) -> Result<Vec<u64>, TestError> {
+    let (graph, split, options) = one_sequence_step(nodes, 2, 64, 4)?;
     let layout = Layout::new(layout_config, devices.len(), 1)?;
-    let report = train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
-    Ok(report.devices.iter().filter_map(|d| d.peak_in_use_bytes).collect())
+    let report =
+        train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
+    Ok(report
+        .devices
+        .iter()
+        .filter_map(|d| d.peak_in_use_bytes)
+        .collect())
 }
 
 #[test]
@@ -254,16 +336,30 @@ fn context_parallel_over_four_devices_cuts_the_per_device_peak() -> TestResult {
     let nodes = 2048;
     let single = one_step_peaks(
         nodes,
-        plan("dp1-pp1-cp1", vec![stage([0, 1], vec![vec![0]])], vec![1.0], 1),
+        plan(
+            "dp1-pp1-cp1",
+            vec![stage([0, 1], vec![vec![0]])],
+            vec![1.0],
+            1,
+        ),
         &devices[..1],
     )?;
     let sharded = one_step_peaks(
         nodes,
-        plan("dp1-pp1-cp4", vec![stage([0, 1], vec![vec![1, 2, 3, 4]])], vec![0.0, 0.25, 0.25, 0.25, 0.25], 1),
+        plan(
+            "dp1-pp1-cp4",
+            vec![stage([0, 1], vec![vec![1, 2, 3, 4]])],
+            vec![0.0, 0.25, 0.25, 0.25, 0.25],
+            1,
+        ),
         &devices,
     )?;
     let worst = *sharded.iter().max().ok_or("four peaks")?;
-    eprintln!("S = {nodes}: one device {} bytes; cp4 {sharded:?} bytes (worst {:.3} of one)", single[0], worst as f64 / single[0] as f64);
+    eprintln!(
+        "S = {nodes}: one device {} bytes; cp4 {sharded:?} bytes (worst {:.3} of one)",
+        single[0],
+        worst as f64 / single[0] as f64
+    );
     assert_eq!(sharded.len(), 4);
     assert!(
         worst as f64 <= 0.35 * single[0] as f64,
@@ -275,38 +371,56 @@ fn context_parallel_over_four_devices_cuts_the_per_device_peak() -> TestResult {
 
 #[test]
 fn a_sequence_too_long_for_one_device_trains_with_context_parallelism() -> TestResult {
-    let Some(devices) = wgpu_logical_devices("a_sequence_too_long_for_one_device_trains_with_context_parallelism")? else {
+    let Some(devices) =
+        wgpu_logical_devices("a_sequence_too_long_for_one_device_trains_with_context_parallelism")?
+    else {
         return Ok(());
     };
     // 11,600² one-byte pair buckets are 134.6 MB: beyond lavapipe's 128 MiB buffer limit on
     // one device, a quarter of it on each of four.
-    let nodes = 11_600;
-    let graph = format!("sbm:{nodes}:4").parse::<SyntheticSpec>()?.generate(4)?;
-    let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, 4)?;
-    let options = TrainOptions {
-        epochs: 1,
-        max_steps: Some(1),
-        seq_len: nodes,
-        model: ModelConfig {
-            layers: 1,
-            hidden: 16,
-            heads: 2,
-            ffn_hidden: 32,
-            ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
-        },
-        ..TrainOptions::default()
-    };
-    let single = Layout::new(plan("dp1-pp1-cp1", vec![stage([0, 1], vec![vec![0]])], vec![1.0], 1), 1, 1)?;
-    let refused = train_parallel::<WgpuAutodiff>(&graph, &split, &options, &single, &devices[..1], &mut |_| {})
-        .expect_err("one device cannot hold the pair buckets");
-    assert!(refused.to_string().contains("134560000-byte pair-bucket buffer"), "{refused}");
+    let (graph, split, options) = one_sequence_step(11_600, 4, 16, 2)?;
+    let single = Layout::new(
+        plan(
+            "dp1-pp1-cp1",
+            vec![stage([0, 1], vec![vec![0]])],
+            vec![1.0],
+            1,
+        ),
+        1,
+        1,
+    )?;
+    let refused = train_parallel::<WgpuAutodiff>(
+        &graph,
+        &split,
+        &options,
+        &single,
+        &devices[..1],
+        &mut |_| {},
+    )
+    .expect_err("one device cannot hold the pair buckets");
+    assert!(
+        refused
+            .to_string()
+            .contains("134560000-byte pair-bucket buffer"),
+        "{refused}"
+    );
     let sharded = Layout::new(
-        plan("dp1-pp1-cp4", vec![stage([0, 1], vec![vec![0, 1, 2, 3]])], vec![0.25; 4], 1),
+        plan(
+            "dp1-pp1-cp4",
+            vec![stage([0, 1], vec![vec![0, 1, 2, 3]])],
+            vec![0.25; 4],
+            1,
+        ),
         4,
         1,
     )?;
-    let report = train_parallel::<WgpuAutodiff>(&graph, &split, &options, &sharded, &devices, &mut |_| {})?;
+    let report =
+        train_parallel::<WgpuAutodiff>(&graph, &split, &options, &sharded, &devices, &mut |_| {})?;
     assert_eq!(report.step_losses.len(), 1);
-    assert!(report.step_losses[0].is_finite() && report.step_losses[0] > 0.0, "{:?}", report.step_losses);
+    assert!(
+        report.step_losses[0].is_finite() && report.step_losses[0] > 0.0,
+        "{:?}",
+        report.step_losses
+    );
     Ok(())
 }

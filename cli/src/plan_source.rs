@@ -11,10 +11,15 @@ use megagraph_engine::{
     profile::{ProfileOptions, profile},
     train::TrainOptions,
 };
-use megagraph_planner::{ClusterSpec, Degrees, ModelSpec, Plan, load_cluster, search, search_fixed};
+use megagraph_planner::{
+    ClusterSpec, Degrees, ModelSpec, Plan, load_cluster, search, search_fixed,
+};
 
 /// The devices to run on: `logical` devices on one adapter, or one per adapter.
-pub fn open_devices(adapter: Option<usize>, logical: Option<usize>) -> anyhow::Result<Vec<WgpuDevice>> {
+pub fn open_devices(
+    adapter: Option<usize>,
+    logical: Option<usize>,
+) -> anyhow::Result<Vec<WgpuDevice>> {
     match logical {
         Some(0) => bail!("--devices must be at least 1"),
         Some(count) => Ok(open_logical_devices(adapter, count)?),
@@ -99,7 +104,9 @@ pub fn check(plan: &Plan, model: &ModelSpec) -> anyhow::Result<()> {
     ];
     for (name, planned, here) in fields {
         if planned != here {
-            bail!("the plan is for a model with {name} {planned}, this run has {name} {here}: plan for this model");
+            bail!(
+                "the plan is for a model with {name} {planned}, this run has {name} {here}: plan for this model"
+            );
         }
     }
     if !plan.prediction.fits() {
@@ -111,9 +118,7 @@ pub fn check(plan: &Plan, model: &ModelSpec) -> anyhow::Result<()> {
             .find(|(_, d)| !d.fits())
             .map(|(i, d)| (i, d.peak_bytes, d.memory_bytes))
             .expect("a plan that does not fit has a device that does not");
-        bail!(
-            "the plan does not fit: device {device} needs {needed} bytes but has {capacity:.0}"
-        );
+        bail!("the plan does not fit: device {device} needs {needed} bytes but has {capacity:.0}");
     }
     Ok(())
 }

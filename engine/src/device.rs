@@ -146,7 +146,10 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
 /// Opens `count` logical devices on adapter `index` (the first when `None`): separate wgpu
 /// devices with their own queues and memory pools, so that a plan for several devices runs on
 /// one adapter.
-pub fn open_logical_devices(index: Option<usize>, count: usize) -> Result<Vec<WgpuDevice>, EngineError> {
+pub fn open_logical_devices(
+    index: Option<usize>,
+    count: usize,
+) -> Result<Vec<WgpuDevice>, EngineError> {
     (0..count).map(|_| open_wgpu(index)).collect()
 }
 
@@ -180,7 +183,12 @@ impl MemoryProbe for WgpuBackend {
     }
 
     fn max_buffer_bytes(device: &Self::Device) -> Option<u64> {
-        Some(WgpuRuntime::client(device).properties().memory.max_page_size)
+        Some(
+            WgpuRuntime::client(device)
+                .properties()
+                .memory
+                .max_page_size,
+        )
     }
 }
 

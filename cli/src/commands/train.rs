@@ -169,7 +169,12 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
 }
 
 /// Trains under a plan over several wgpu devices.
-fn run_plan(args: &TrainArgs, graph: &Graph, split: &Split, options: &TrainOptions) -> anyhow::Result<()> {
+fn run_plan(
+    args: &TrainArgs,
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+) -> anyhow::Result<()> {
     if matches!(args.backend, BackendChoice::Ndarray) {
         anyhow::bail!("--plan and --devices run on wgpu devices; drop --backend ndarray");
     }
@@ -194,7 +199,8 @@ fn run_plan(args: &TrainArgs, graph: &Graph, split: &Split, options: &TrainOptio
     );
     let mut progress = EpochProgress::new(args.epochs);
     let mut on_epoch = |m: &_| progress.epoch(m);
-    let report = train_parallel::<WgpuAutodiff>(graph, split, options, &layout, &devices, &mut on_epoch)?;
+    let report =
+        train_parallel::<WgpuAutodiff>(graph, split, options, &layout, &devices, &mut on_epoch)?;
     progress.finish();
     let name = format!("{} wgpu devices", layout.ranks().len());
     print_report(&report, &name, Some(&plan), args.json);

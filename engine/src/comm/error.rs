@@ -9,7 +9,9 @@ pub enum CommError {
     #[error("the job was aborted: {0}")]
     Aborted(String),
     /// A message did not arrive in time.
-    #[error("rank {rank} waited {seconds:.0} s for a {tag:?} message from rank {from}: it is hung or gone")]
+    #[error(
+        "rank {rank} waited {seconds:.0} s for a {tag:?} message from rank {from}: it is hung or gone"
+    )]
     Timeout {
         /// The waiting rank.
         rank: Rank,

@@ -152,10 +152,7 @@ mod tests {
     use super::*;
 
     /// Runs `body` on every rank of a hub of `size`, each in its own thread.
-    fn on_ranks<T: Send>(
-        size: usize,
-        body: impl Fn(LocalCommunicator) -> T + Sync,
-    ) -> Vec<T> {
+    fn on_ranks<T: Send>(size: usize, body: impl Fn(LocalCommunicator) -> T + Sync) -> Vec<T> {
         let hub = LocalHub::with_timeout(size, Duration::from_secs(20));
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..size)
@@ -238,7 +235,14 @@ mod tests {
         let waiting = hub.communicator(1).expect("rank 1");
         let timed_out = waiting.recv(0, Tag::Gather).expect_err("nobody sends");
         assert!(
-            matches!(timed_out, CommError::Timeout { rank: 1, from: 0, .. }),
+            matches!(
+                timed_out,
+                CommError::Timeout {
+                    rank: 1,
+                    from: 0,
+                    ..
+                }
+            ),
             "{timed_out}"
         );
         let aborter = hub.communicator(0).expect("rank 0");

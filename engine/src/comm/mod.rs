@@ -87,7 +87,9 @@ pub trait Communicator: Send + Sync + Debug {
         for step in 0..n - 1 {
             let outgoing = (me + n - step) % n;
             let incoming = (me + n - step - 1) % n;
-            let block = blocks[outgoing].clone().expect("held since the previous step");
+            let block = blocks[outgoing]
+                .clone()
+                .expect("held since the previous step");
             self.send(next, tag, block)?;
             blocks[incoming] = Some(self.recv(previous, tag)?);
         }
@@ -171,12 +173,9 @@ pub trait Communicator: Send + Sync + Debug {
 
     /// This rank's position in `group`, or an error if it is not a member.
     fn position(&self, group: &[Rank]) -> Result<usize, CommError> {
-        group
-            .iter()
-            .position(|&r| r == self.rank())
-            .ok_or_else(|| {
-                CommError::Mismatch(format!("rank {} is not in group {group:?}", self.rank()))
-            })
+        group.iter().position(|&r| r == self.rank()).ok_or_else(|| {
+            CommError::Mismatch(format!("rank {} is not in group {group:?}", self.rank()))
+        })
     }
 }
 

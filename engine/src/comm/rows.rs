@@ -79,7 +79,11 @@ fn host_values<B: Backend>(x: FloatTensor<B>) -> (Vec<f32>, [usize; 2]) {
     (values, dims)
 }
 
-fn device_tensor<B: Backend>(values: Vec<f32>, dims: [usize; 2], device: &B::Device) -> FloatTensor<B> {
+fn device_tensor<B: Backend>(
+    values: Vec<f32>,
+    dims: [usize; 2],
+    device: &B::Device,
+) -> FloatTensor<B> {
     Tensor::<B, 2>::from_data(TensorData::new(values, dims), device)
         .into_primitive()
         .tensor()

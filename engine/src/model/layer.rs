@@ -7,8 +7,8 @@ use burn::{
     tensor::{Tensor, activation::gelu, backend::Backend},
 };
 
-use super::{BiasedAttention, ModelConfig, SequenceTensors, propagate};
 use super::ModelBackend;
+use super::{BiasedAttention, ModelConfig, SequenceTensors, propagate};
 
 /// A Graph Transformer layer.
 #[derive(Module, Debug)]
@@ -53,9 +53,7 @@ impl<B: ModelBackend> GraphTransformerLayer<B> {
         let attended = self
             .attention
             .forward(h, h_all.clone(), table, seq.buckets.clone());
-        let local = self
-            .local
-            .forward(propagate(h_all, &seq.edges, seq.nodes));
+        let local = self.local.forward(propagate(h_all, &seq.edges, seq.nodes));
         let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
         let f = self.norm_ffn.forward(x.clone());
         let f = self

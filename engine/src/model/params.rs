@@ -109,7 +109,12 @@ impl<B: Backend> GraphTransformer<B> {
         };
         self.visit(&mut values);
         ids.iter()
-            .flat_map(|id| values.found.remove(id).expect("the id is a parameter of this model"))
+            .flat_map(|id| {
+                values
+                    .found
+                    .remove(id)
+                    .expect("the id is a parameter of this model")
+            })
             .collect()
     }
 

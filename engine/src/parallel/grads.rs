@@ -49,7 +49,8 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Insert<'_> {
         if let Some(values) = self.sums.remove(&param.id) {
             let dims: [usize; D] = param.val().dims();
             let device = param.val().device();
-            let grad = Tensor::<B::InnerBackend, D>::from_data(TensorData::new(values, dims), &device);
+            let grad =
+                Tensor::<B::InnerBackend, D>::from_data(TensorData::new(values, dims), &device);
             self.grads.register::<B::InnerBackend, D>(param.id, grad);
         }
     }

@@ -30,7 +30,11 @@ impl Layout {
     pub fn single(layers: usize) -> Self {
         Self::new(
             ParallelConfig {
-                degrees: Degrees { dp: 1, pp: 1, cp: 1 },
+                degrees: Degrees {
+                    dp: 1,
+                    pp: 1,
+                    cp: 1,
+                },
                 stages: vec![Stage {
                     layers: [0, layers],
                     devices: vec![vec![0]],
@@ -45,7 +49,11 @@ impl Layout {
     }
 
     /// Checks `config` against the `available` devices and a model of `layers` layers.
-    pub fn new(config: ParallelConfig, available: usize, layers: usize) -> Result<Self, EngineError> {
+    pub fn new(
+        config: ParallelConfig,
+        available: usize,
+        layers: usize,
+    ) -> Result<Self, EngineError> {
         let bad = |message: String| Err(EngineError::Plan(message));
         config
             .check_shape()
@@ -136,7 +144,12 @@ impl Layout {
 
     /// Rows of a sequence of `nodes` nodes held by each shard of a (replica, stage) group,
     /// in shard order: proportional to the shards' node shares, every shard at least one row.
-    pub fn shard_rows(&self, replica: usize, stage: usize, nodes: usize) -> Result<Vec<usize>, EngineError> {
+    pub fn shard_rows(
+        &self,
+        replica: usize,
+        stage: usize,
+        nodes: usize,
+    ) -> Result<Vec<usize>, EngineError> {
         let group = self.shard_group(replica, stage);
         if nodes < group.len() {
             return Err(EngineError::Plan(format!(
@@ -170,9 +183,7 @@ fn split_rows(nodes: usize, shares: &[f64]) -> Vec<usize> {
     *bounds.last_mut().expect("non-empty") = nodes;
     let mut rows: Vec<usize> = bounds.windows(2).map(|w| w[1] - w[0]).collect();
     while let Some(empty) = rows.iter().position(|&r| r == 0) {
-        let largest = (0..rows.len())
-            .max_by_key(|&i| rows[i])
-            .expect("non-empty");
+        let largest = (0..rows.len()).max_by_key(|&i| rows[i]).expect("non-empty");
         rows[largest] -= 1;
         rows[empty] += 1;
     }
@@ -241,8 +252,16 @@ mod tests {
         }];
         let plan = config("dp1-pp1-cp3", stages, vec![0.4, 0.3, 0.3], 1);
         let missing = Layout::new(plan.clone(), 2, 2).expect_err("3 devices named, 2 here");
-        assert!(missing.to_string().contains("3 devices but only 2"), "{missing}");
+        assert!(
+            missing.to_string().contains("3 devices but only 2"),
+            "{missing}"
+        );
         let depth = Layout::new(plan, 3, 4).expect_err("2 layers planned, 4 built");
-        assert!(depth.to_string().contains("cover 2 layers but the model has 4"), "{depth}");
+        assert!(
+            depth
+                .to_string()
+                .contains("cover 2 layers but the model has 4"),
+            "{depth}"
+        );
     }
 }

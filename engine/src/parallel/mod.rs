@@ -37,7 +37,9 @@ use crate::{
     device::MemoryProbe,
     graph::{Graph, Split},
     model::{AttentionKernel, ModelBackend, ModelConfig},
-    train::{DeviceRun, EpochMetrics, LabelledSequence, TrainOptions, TrainReport, build_sequences},
+    train::{
+        DeviceRun, EpochMetrics, LabelledSequence, TrainOptions, TrainReport, build_sequences,
+    },
 };
 use burn::tensor::backend::AutodiffBackend;
 use worker::{Job, Worker, WorkerOutcome};
@@ -67,7 +69,13 @@ where
             devices.len()
         )));
     }
-    let sequences = build_sequences(graph, split, options.seq_len, config.max_distance, options.seed)?;
+    let sequences = build_sequences(
+        graph,
+        split,
+        options.seq_len,
+        config.max_distance,
+        options.seed,
+    )?;
     check_shards_fit::<B>(layout, &config, &sequences, devices)?;
     let job = Job {
         graph,
@@ -95,7 +103,10 @@ where
         Ok::<_, EngineError>(
             handles
                 .into_iter()
-                .map(|h| h.join().expect("worker panics are caught inside the worker"))
+                .map(|h| {
+                    h.join()
+                        .expect("worker panics are caught inside the worker")
+                })
                 .collect(),
         )
     })?;
@@ -196,7 +207,12 @@ fn first_cause(
     Err(errors.swap_remove(index))
 }
 
-fn report(outcomes: Vec<WorkerOutcome>, lead: usize, sequences: usize, start: Instant) -> TrainReport {
+fn report(
+    outcomes: Vec<WorkerOutcome>,
+    lead: usize,
+    sequences: usize,
+    start: Instant,
+) -> TrainReport {
     let lead_outcome = outcomes
         .iter()
         .find(|o| o.rank == lead)

@@ -35,7 +35,14 @@ mod tests {
     fn last_stage_alternates_and_first_stage_warms_up() {
         assert_eq!(
             one_forward_one_backward(1, 2, 3),
-            vec![Forward(0), Backward(0), Forward(1), Backward(1), Forward(2), Backward(2)]
+            vec![
+                Forward(0),
+                Backward(0),
+                Forward(1),
+                Backward(1),
+                Forward(2),
+                Backward(2)
+            ]
         );
         assert_eq!(
             one_forward_one_backward(0, 3, 3),
@@ -60,7 +67,10 @@ mod tests {
                     for m in 0..micro {
                         let f = passes.iter().position(|p| *p == Forward(m));
                         let b = passes.iter().position(|p| *p == Backward(m));
-                        assert!(f.is_some() && b.is_some() && f < b, "{stage}/{stages} {micro}: {passes:?}");
+                        assert!(
+                            f.is_some() && b.is_some() && f < b,
+                            "{stage}/{stages} {micro}: {passes:?}"
+                        );
                     }
                     let in_flight = passes
                         .iter()

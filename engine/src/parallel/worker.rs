@@ -12,7 +12,8 @@ use burn::{
         AdamConfig, GradientsAccumulator, GradientsParams, Optimizer, decay::WeightDecayConfig,
     },
     tensor::{
-        ElementConversion, Tensor, TensorData, activation::log_softmax,
+        ElementConversion, Tensor, TensorData,
+        activation::log_softmax,
         backend::{AutodiffBackend, Backend},
     },
 };
@@ -49,7 +50,8 @@ pub(super) struct WorkerOutcome {
     pub history: Vec<EpochMetrics>,
     /// The loss of every optimizer step (the same on every worker).
     pub step_losses: Vec<f64>,
-    /// Mean wall-clock seconds of this worker's training steps.
+    /// Median wall-clock seconds of this worker's training steps (the median leaves out the
+    /// first steps' kernel compilation).
     pub step_seconds: f64,
     /// Peak bytes reserved by this device's memory pool, where the backend reports it.
     pub peak_bytes: Option<u64>,
@@ -100,7 +102,8 @@ impl PeakTracker {
     /// Takes a sample.
     fn sample(&self, bytes: Option<u64>) {
         if let Some(bytes) = bytes {
-            self.0.set(Some(self.0.get().map_or(bytes, |p| p.max(bytes))));
+            self.0
+                .set(Some(self.0.get().map_or(bytes, |p| p.max(bytes))));
         }
     }
 
@@ -116,9 +119,16 @@ where
     B::InnerBackend: ModelBackend,
 {
     /// The worker of `rank` (a device the plan uses), with a freshly initialised model.
-    pub fn new(job: &'a Job<'a>, rank: Rank, device: B::Device, comm: Arc<dyn Communicator>) -> Self {
+    pub fn new(
+        job: &'a Job<'a>,
+        rank: Rank,
+        device: B::Device,
+        comm: Arc<dyn Communicator>,
+    ) -> Self {
         let layout = job.layout;
-        let role = layout.role(rank).expect("workers run on the plan's devices");
+        let role = layout
+            .role(rank)
+            .expect("workers run on the plan's devices");
         Self {
             job,
             rank,
@@ -134,7 +144,10 @@ where
 
     /// Trains for the options' epochs (or steps), evaluating after every epoch; sends each
     /// epoch's figures to `progress` when given.
-    pub fn run(mut self, progress: Option<Sender<EpochMetrics>>) -> Result<WorkerOutcome, EngineError> {
+    pub fn run(
+        mut self,
+        progress: Option<Sender<EpochMetrics>>,
+    ) -> Result<WorkerOutcome, EngineError> {
         let options = self.job.options;
         let mut optimizer = AdamConfig::new()
             .with_weight_decay(Some(WeightDecayConfig::new(options.weight_decay)))
@@ -144,7 +157,7 @@ where
         let batch = self.job.layout.batch();
         let mut history: Vec<EpochMetrics> = Vec::new();
         let mut step_losses = Vec::new();
-        let mut step_time = 0.0;
+        let mut step_times = Vec::new();
         let mut peak: Option<u64> = None;
         let mut best: Option<EpochMetrics> = None;
         'epochs: for epoch in 1..=options.epochs {
@@ -155,7 +168,7 @@ where
                 let start = Instant::now();
                 let (model, loss) = self.step(&batch, self.model.clone(), &mut optimizer)?;
                 self.model = model;
-                step_time += start.elapsed().as_secs_f64();
+                step_times.push(start.elapsed().as_secs_f64());
                 if !loss.is_finite() {
                     return Err(EngineError::InvalidOptions(format!(
                         "training diverged at epoch {epoch}: loss is {loss} (try a lower learning rate)"
@@ -165,7 +178,10 @@ where
                 if let Some(bytes) = B::reserved_bytes(&self.device) {
                     peak = Some(peak.map_or(bytes, |p| p.max(bytes)));
                 }
-                if options.max_steps.is_some_and(|max| step_losses.len() >= max) {
+                if options
+                    .max_steps
+                    .is_some_and(|max| step_losses.len() >= max)
+                {
                     break;
                 }
             }
@@ -192,14 +208,17 @@ where
             {
                 break 'epochs;
             }
-            if options.max_steps.is_some_and(|max| step_losses.len() >= max) {
+            if options
+                .max_steps
+                .is_some_and(|max| step_losses.len() >= max)
+            {
                 break 'epochs;
             }
         }
         let parameters = self.collect_parameters()?;
         Ok(WorkerOutcome {
             rank: self.rank,
-            step_seconds: step_time / step_losses.len().max(1) as f64,
+            step_seconds: median(&mut step_times),
             history,
             step_losses,
             peak_bytes: peak,
@@ -227,7 +246,8 @@ where
         for pass in one_forward_one_backward(self.role.stage, stages, micro) {
             match pass {
                 Pass::Forward(m) => {
-                    let pending = self.forward(&model, &self.job.sequences[mine[m]], batch.len())?;
+                    let pending =
+                        self.forward(&model, &self.job.sequences[mine[m]], batch.len())?;
                     self.peak_in_use.sample(B::in_use_bytes(&self.device));
                     in_flight.insert(m, pending);
                 }
@@ -337,7 +357,8 @@ where
                 weights[(position - rows.start) * classes + label] = scale;
             }
         }
-        let weights = Tensor::<B, 2>::from_data(TensorData::new(weights, [count, classes]), &self.device);
+        let weights =
+            Tensor::<B, 2>::from_data(TensorData::new(weights, [count, classes]), &self.device);
         (log_softmax(logits, 1) * weights).sum().neg()
     }
 
@@ -378,7 +399,9 @@ where
             }
         }
         let counts = self.sum_over_job(counts)?;
-        Ok(std::array::from_fn(|i| counts[i] as f64 / counts[3 + i].max(1.0) as f64))
+        Ok(std::array::from_fn(|i| {
+            counts[i] as f64 / counts[3 + i].max(1.0) as f64
+        }))
     }
 
     /// This device's rows of `seq` on its device, with the exchange of its shard group.
@@ -387,7 +410,11 @@ where
         seq: &LabelledSequence,
     ) -> Result<(SequenceTensors<D>, Range<usize>), EngineError> {
         let layout = self.job.layout;
-        let Role { replica, stage, shard } = self.role;
+        let Role {
+            replica,
+            stage,
+            shard,
+        } = self.role;
         let rows = layout.shard_rows(replica, stage, seq.host.nodes.len())?;
         let range = Layout::shard_range(&rows, shard);
         let exchange = (rows.len() > 1).then(|| RowExchange {
@@ -407,8 +434,13 @@ where
 
     /// The row ranges of the shards of this replica's `stage` for a sequence of `nodes`.
     fn stage_ranges(&self, stage: usize, nodes: usize) -> Result<Vec<Range<usize>>, EngineError> {
-        let rows = self.job.layout.shard_rows(self.role.replica, stage, nodes)?;
-        Ok((0..rows.len()).map(|c| Layout::shard_range(&rows, c)).collect())
+        let rows = self
+            .job
+            .layout
+            .shard_rows(self.role.replica, stage, nodes)?;
+        Ok((0..rows.len())
+            .map(|c| Layout::shard_range(&rows, c))
+            .collect())
     }
 
     /// Sends this shard's rows `mine` of `tensor` to the shards of `stage` (of this replica)
@@ -451,7 +483,10 @@ where
         for (shard, theirs) in self.stage_ranges(stage, nodes)?.into_iter().enumerate() {
             let from = self.job.layout.device(self.role.replica, stage, shard);
             let part = self.comm.recv(from, tag)?;
-            let shared = mine.end.min(theirs.end).saturating_sub(mine.start.max(theirs.start));
+            let shared = mine
+                .end
+                .min(theirs.end)
+                .saturating_sub(mine.start.max(theirs.start));
             if part.len() != shared * width {
                 return Err(EngineError::Plan(format!(
                     "rank {} expected {shared}×{width} values from rank {from}, got {}",
@@ -469,7 +504,9 @@ where
 
     /// The element-wise sum of `values` over every device of the job.
     fn sum_over_job(&self, values: Vec<f32>) -> Result<Vec<f32>, EngineError> {
-        Ok(self.comm.all_reduce_sum(&self.everyone, Tag::Report, values)?)
+        Ok(self
+            .comm
+            .all_reduce_sum(&self.everyone, Tag::Report, values)?)
     }
 
     /// Gathers the final parameters on the lead device (replica 0, stage 0, shard 0): each
@@ -477,22 +514,44 @@ where
     fn collect_parameters(&self) -> Result<Option<Vec<f32>>, EngineError> {
         let layout = self.job.layout;
         let lead = layout.device(0, 0, 0);
-        let Role { replica, stage, shard } = self.role;
+        let Role {
+            replica,
+            stage,
+            shard,
+        } = self.role;
         let stage_leader = replica == 0 && shard == 0;
         if stage_leader && self.rank != lead {
-            let values = self.model.parameter_values(&self.model.part_ids(&self.part));
+            let values = self
+                .model
+                .parameter_values(&self.model.part_ids(&self.part));
             self.comm.send(lead, Tag::Report, values)?;
         }
         if self.rank != lead {
             return Ok(None);
         }
         debug_assert_eq!(stage, 0);
-        let mut all = self.model.parameter_values(&self.model.part_ids(&self.part));
+        let mut all = self
+            .model
+            .parameter_values(&self.model.part_ids(&self.part));
         for stage in 1..layout.degrees().pp {
             all.extend(self.comm.recv(layout.device(0, stage, 0), Tag::Report)?);
         }
         all.extend(self.model.parameter_values(&[self.model.table_id()]));
         Ok(Some(all))
+    }
+}
+
+/// The median of `values` (0 when empty).
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
     }
 }
 
@@ -511,7 +570,14 @@ pub fn epoch_batches(order: &[usize], batch: usize) -> Vec<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use super::epoch_batches;
+    use super::{epoch_batches, median};
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&mut [9.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 30.0]), 3.0);
+        assert_eq!(median(&mut []), 0.0);
+    }
 
     #[test]
     fn batches_cover_every_sequence_and_wrap_the_last() {

@@ -55,7 +55,7 @@ pub struct TrainReport {
 pub struct DeviceRun {
     /// The device's index in the plan (its rank).
     pub rank: usize,
-    /// Mean wall-clock seconds of a training step on this device.
+    /// Median wall-clock seconds of a training step on this device.
     pub step_seconds: f64,
     /// Peak bytes reserved by the device's memory pool (`None` on CPU backends).
     pub peak_bytes: Option<u64>,

@@ -35,5 +35,12 @@ where
     B::InnerBackend: ModelBackend,
 {
     let layout = Layout::single(options.model.layers);
-    train_parallel::<B>(graph, split, options, &layout, std::slice::from_ref(device), on_epoch)
+    train_parallel::<B>(
+        graph,
+        split,
+        options,
+        &layout,
+        std::slice::from_ref(device),
+        on_epoch,
+    )
 }
