@@ -30,6 +30,8 @@ pub(crate) struct Group {
 /// A chart of groups of bars.
 pub(crate) struct BarChart {
     pub caption: String,
+    /// A line under the caption, e.g. how the figures were taken.
+    pub note: Option<String>,
     /// What the y axis measures, without the unit.
     pub y_desc: String,
     /// The unit of the axis for its largest value.
@@ -71,9 +73,25 @@ impl BarChart {
         let n = self.groups.len().max(1) as f64;
         let label_lines = self.groups.iter().map(|g| g.label.len()).max().unwrap_or(1);
         let legend_rows = usize::from(!self.legend.is_empty());
-        let mut chart = ChartBuilder::on(area)
-            .caption(&self.caption, font(16.0))
+        let (width, _) = area.dim_in_pixel();
+        let middle = width as i32 / 2;
+        let head = if self.note.is_some() { 48 } else { 30 };
+        let (title, body) = area.split_vertically(head);
+        title.draw(&Text::new(
+            self.caption.clone(),
+            (middle, 18),
+            anchored(font(16.0), HPos::Center, VPos::Center),
+        ))?;
+        if let Some(note) = &self.note {
+            title.draw(&Text::new(
+                fit(note, f64::from(width) - 20.0, 12.0),
+                (middle, 38),
+                anchored(font(12.0).color(&GREY), HPos::Center, VPos::Center),
+            ))?;
+        }
+        let mut chart = ChartBuilder::on(&body)
             .margin(10)
+            .margin_top(4)
             .margin_bottom(10 + 20 * legend_rows as i32)
             .x_label_area_size(14 + 16 * label_lines as i32)
             .y_label_area_size(64)

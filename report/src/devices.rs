@@ -34,6 +34,7 @@ pub(crate) fn draw(run: &TrainingRun) -> Result<String, ReportError> {
     let time = chart(
         run,
         "Step time per device",
+        Some(format!("measured: {}", run.step_time)),
         "mean time of one training step",
         |d| (Some(d.step_seconds), d.predicted_step_seconds),
         &legend,
@@ -42,6 +43,7 @@ pub(crate) fn draw(run: &TrainingRun) -> Result<String, ReportError> {
     let memory = chart(
         run,
         "Peak device memory",
+        Some("measured: the high-water mark of the device's memory pool".to_string()),
         "peak memory",
         |d| {
             (
@@ -64,6 +66,7 @@ pub(crate) fn draw(run: &TrainingRun) -> Result<String, ReportError> {
 fn chart(
     run: &TrainingRun,
     caption: &str,
+    note: Option<String>,
     y_desc: &str,
     figures: impl Fn(&DeviceUse) -> (Option<f64>, Option<f64>),
     legend: &[(plotters::style::RGBColor, String)],
@@ -95,6 +98,7 @@ fn chart(
         .collect();
     BarChart {
         caption: caption.to_string(),
+        note,
         y_desc: y_desc.to_string(),
         unit,
         groups,

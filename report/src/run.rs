@@ -20,6 +20,9 @@ pub struct TrainingRun {
     pub best_epoch: usize,
     /// Each device the run used.
     pub devices: Vec<DeviceUse>,
+    /// How the measured step times were taken (shown with them), e.g. "epoch time ÷ steps,
+    /// evaluation included".
+    pub step_time: String,
 }
 
 /// Figures of one epoch.

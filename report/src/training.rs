@@ -2,9 +2,8 @@
 
 use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
 
-use crate::canvas::{Area, Drawn, GREY, anchored, color, font, svg, tick};
+use crate::canvas::{Area, Drawn, GREY, color, font, svg, tick};
 use crate::{EpochPoint, ReportError, TrainingRun};
 
 /// The file name.
@@ -123,13 +122,16 @@ fn loss_panel(area: &Area, run: &TrainingRun) -> Drawn {
 
 fn accuracy_panel(area: &Area, run: &TrainingRun) -> Drawn {
     let top = 105.0;
-    let mut chart = epoch_chart(
-        area,
-        run,
-        "Accuracy per epoch",
-        0.0..top,
-        "accuracy (% of nodes)",
-    )?;
+    let caption = match run.best() {
+        Some(best) => format!(
+            "Accuracy per epoch; best epoch {}: validation {:.1}%, test {:.1}%",
+            run.best_epoch,
+            100.0 * best.val_acc,
+            100.0 * best.test_acc
+        ),
+        None => "Accuracy per epoch".to_string(),
+    };
+    let mut chart = epoch_chart(area, run, &caption, 0.0..top, "accuracy (% of nodes)")?;
     let percent = |f: fn(&EpochPoint) -> f64| {
         run.epochs
             .iter()
@@ -139,24 +141,7 @@ fn accuracy_panel(area: &Area, run: &TrainingRun) -> Drawn {
     series(&mut chart, "validation accuracy", percent(|e| e.val_acc), 5)?;
     if let Some(point) = run.best() {
         let at = (run.best_epoch as i32, 100.0 * point.val_acc);
-        let text = format!(
-            "best epoch {}: validation {:.1}%, test {:.1}%",
-            run.best_epoch,
-            at.1,
-            100.0 * point.test_acc
-        );
-        // Right of the mark in the left part of the chart, left of it further right; below
-        // it near the top.
-        let last = run.epochs.len() as f64;
-        let (dx, h) = if (at.0 as f64) < 0.6 * last {
-            (12, HPos::Left)
-        } else {
-            (-12, HPos::Right)
-        };
-        let dy = if at.1 > 80.0 { 22 } else { -18 };
-        chart.draw_series([EmptyElement::at(at)
-            + Circle::new((0, 0), 7, BLACK.stroke_width(2))
-            + Text::new(text, (dx, dy), anchored(font(13.0), h, VPos::Center))])?;
+        chart.draw_series([Circle::new(at, 7, BLACK.stroke_width(2))])?;
     }
     best_and_legend(&mut chart, run, (0.0, top), SeriesLabelPosition::LowerRight)
 }

@@ -124,6 +124,7 @@ mod tests {
                     predicted_peak_bytes: (d + 1 == devices).then_some(40_000_000),
                 })
                 .collect(),
+            step_time: "epoch time ÷ steps".to_string(),
         }
     }
 
@@ -181,6 +182,7 @@ mod tests {
         }
         assert_eq!(metrics["devices"][1]["predicted_peak_bytes"], 40_000_000);
         assert!(metrics["devices"][0]["predicted_step_seconds"].is_null());
+        assert_eq!(metrics["step_time"], "epoch time ÷ steps");
         Ok(())
     }
 

@@ -70,6 +70,7 @@ fn step_chart(rows: &[Row]) -> BarChart {
     let (searched, baseline) = (color(0), BASELINE);
     BarChart {
         caption: "Predicted step time".to_string(),
+        note: Some("the plan against the baselines, each with its best micro-batching".to_string()),
         y_desc: "time of one training step".to_string(),
         unit: time_unit,
         groups: rows
@@ -111,6 +112,10 @@ fn memory_chart(rows: &[Row], devices: &[DeviceSpec]) -> BarChart {
     }
     BarChart {
         caption: "Predicted peak memory per device".to_string(),
+        note: Some(
+            "one bar per cluster device, in device order; none where a device is unused"
+                .to_string(),
+        ),
         y_desc: "peak memory".to_string(),
         unit: byte_unit,
         groups: rows
