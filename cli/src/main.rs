@@ -2,6 +2,7 @@
 
 mod commands;
 mod progress;
+mod report;
 
 use std::process::ExitCode;
 

@@ -91,6 +91,9 @@ pub struct TrainArgs {
     /// Print the final result as one JSON object on the last line.
     #[arg(long)]
     json: bool,
+    /// Write training.svg, devices.svg, metrics.json and index.html of the run into DIR.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// Loads the graph, trains and reports.
@@ -132,6 +135,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         split.val.len(),
         split.test.len()
     );
+    let report_target = crate::report::ReportTarget::prepare(args.report.as_deref());
     let mut progress = EpochProgress::new(args.epochs);
     let mut on_epoch = |m: &_| progress.epoch(m);
     let (report, device_name) = match wgpu_device {
@@ -154,7 +158,10 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     };
     progress.finish();
     print_report(&report, &device_name, args.json);
-    Ok(())
+    match report_target {
+        Some(target) => target.write(&options, &report, &device_name),
+        None => Ok(()),
+    }
 }
 
 fn load(args: &TrainArgs) -> anyhow::Result<Graph> {
