@@ -7,6 +7,7 @@ mod cli_bench;
 mod cli_errors;
 mod cli_parallel;
 mod cli_plan;
+mod cli_report;
 mod cli_train;
 mod common;
 mod kernels;

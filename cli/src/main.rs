@@ -3,6 +3,7 @@
 mod commands;
 mod plan_source;
 mod progress;
+mod report;
 
 use std::process::ExitCode;
 

@@ -302,10 +302,32 @@ mod tests {
             );
         }
         assert!(explain.contains("memory: "));
-        let table = plan.table();
-        assert_eq!(table.lines().count(), 5, "{table}");
+        let comparison = plan.comparison_table();
+        assert_eq!(comparison.lines().count(), 5, "{comparison}");
         for name in ["plan", "pure DP", "uniform PP", "uniform CP"] {
-            assert!(table.lines().any(|l| l.starts_with(name)), "{table}");
+            assert!(
+                comparison.lines().any(|l| l.starts_with(name)),
+                "{comparison}"
+            );
+        }
+        let table = plan.table();
+        assert!(table.ends_with(&comparison), "{table}");
+        let devices: Vec<&str> = table.lines().take_while(|l| !l.is_empty()).collect();
+        assert_eq!(devices.len(), 1 + plan.prediction.devices.len(), "{table}");
+        for ((d, device), role) in plan.prediction.devices.iter().enumerate().zip(plan.roles()) {
+            let line = devices[1 + d];
+            assert!(line.contains(&device.name), "{line}");
+            let Some((_, s, _)) = role else {
+                assert!(line.contains("unused"), "{line}");
+                continue;
+            };
+            let share = format!("{:.1}%", 100.0 * plan.config.node_shares[d]);
+            assert!(line.contains(&plan.stage_label(s)), "{line}");
+            assert!(line.contains(&share), "{line} lacks {share}");
+            assert!(
+                line.ends_with(if device.fits() { "yes" } else { "no" }),
+                "{line}"
+            );
         }
         Ok(())
     }

@@ -28,6 +28,9 @@ pub struct PlanArgs {
     /// Print the predicted time and memory breakdown of every device.
     #[arg(long)]
     explain: bool,
+    /// Write plan.svg (devices, 1F1B timeline, plan against the baselines) into DIR.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// Searches and prints the plan.
@@ -41,6 +44,9 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.out {
         std::fs::write(out, plan.to_json() + "\n")
             .with_context(|| format!("{}: cannot write the plan", out.display()))?;
+    }
+    if let Some(dir) = &args.report {
+        crate::report::write_plan(dir, &plan, &cluster, &model)?;
     }
     if args.explain {
         println!("{}", plan.explain());

@@ -110,6 +110,9 @@ pub struct TrainArgs {
     /// Print the final result as one JSON object on the last line.
     #[arg(long)]
     json: bool,
+    /// Write training.svg, devices.svg, metrics.json and index.html of the run into DIR.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// Loads the graph, trains and reports.
@@ -143,6 +146,7 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         BackendChoice::Ndarray => None,
     };
     describe(&graph, &split, &args.split);
+    let report_target = crate::report::ReportTarget::prepare(args.report.as_deref());
     let mut progress = EpochProgress::new(args.epochs);
     let mut on_epoch = |m: &_| progress.epoch(m);
     let (report, device_name) = match wgpu_device {
@@ -165,7 +169,10 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     };
     progress.finish();
     print_report(&report, &device_name, None, args.json);
-    Ok(())
+    match report_target {
+        Some(target) => target.write(&options, &report, &device_name, None),
+        None => Ok(()),
+    }
 }
 
 /// Trains under a plan over several wgpu devices.
@@ -191,6 +198,7 @@ fn run_plan(
     let devices = plan_source::open_devices(args.adapter, args.devices)?;
     let layout = Layout::new(plan.config.clone(), devices.len(), options.model.layers)?;
     describe(graph, split, &args.split);
+    let report_target = crate::report::ReportTarget::prepare(args.report.as_deref());
     eprintln!(
         "plan {} over {} devices, {} micro-batches",
         plan.config.degrees,
@@ -204,7 +212,10 @@ fn run_plan(
     progress.finish();
     let name = format!("{} wgpu devices", layout.ranks().len());
     print_report(&report, &name, Some(&plan), args.json);
-    Ok(())
+    match report_target {
+        Some(target) => target.write(options, &report, &name, Some(&plan)),
+        None => Ok(()),
+    }
 }
 
 /// One line about the graph and the split.
