@@ -86,6 +86,10 @@ where
     };
     let hub = LocalHub::new(layout.size());
     let lead = layout.device(0, 0, 0);
+    // Dropout masks come from the backend's generator, which burn keeps per process: seeded
+    // once here, a one-device run is reproducible; with several devices the workers draw from
+    // it in whatever order they run.
+    B::seed(&devices[lead], options.seed);
     let (progress, epochs) = mpsc::channel();
     let results: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
