@@ -172,10 +172,13 @@ fn devices_without_a_plan_profile_and_plan_first() -> TestResult {
     let run = train(&["--devices", "2", "--epochs", "1", "--json"])?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(run.stderr.contains("planned dp"), "{}", run.describe());
-    let report: serde_json::Value = serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
+    let report: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
     let devices = report["devices"].as_array().ok_or("devices is a list")?;
     assert!(
-        devices.iter().all(|d| d["predicted_step_seconds"].as_f64().is_some()),
+        devices
+            .iter()
+            .all(|d| d["predicted_step_seconds"].as_f64().is_some()),
         "{report}"
     );
     Ok(())

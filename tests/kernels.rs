@@ -31,7 +31,13 @@ struct Case {
 impl Case {
     /// Heads, rows, keys, head dimension, buckets.
     fn dims(&self) -> [usize; 5] {
-        [self.heads, self.rows, self.keys, self.head_dim, self.buckets]
+        [
+            self.heads,
+            self.rows,
+            self.keys,
+            self.head_dim,
+            self.buckets,
+        ]
     }
 }
 

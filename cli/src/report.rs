@@ -215,8 +215,9 @@ fn training_run(
             .collect(),
         best_epoch: report.best_epoch,
         devices,
-        step_time: "median training step (forward, backward, gradient sums, Adam); evaluation excluded"
-            .to_string(),
+        step_time:
+            "median training step (forward, backward, gradient sums, Adam); evaluation excluded"
+                .to_string(),
     }
 }
 

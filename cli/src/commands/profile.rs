@@ -28,7 +28,10 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
     })?;
     for m in &measured.measurements {
         let shared = m.shared_attention_flops.map_or(String::new(), |f| {
-            format!(", attention {:.2} GFLOP/s with all devices at once", f / 1e9)
+            format!(
+                ", attention {:.2} GFLOP/s with all devices at once",
+                f / 1e9
+            )
         });
         eprintln!(
             "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s{shared}",
