@@ -1,32 +1,36 @@
 // Fused topology-biased attention, backward for the keys and values.
 //
 // Bindings (group 0), all storage read_write (cubecl may alias buffers):
-//   0 q        vec4<f32> [heads, seq, head_dim / 4]
-//   1 k        vec4<f32> [heads, seq, head_dim / 4]
-//   2 v        vec4<f32> [heads, seq, head_dim / 4]
+//   0 q        vec4<f32> [heads, rows, head_dim / 4]  (the rows of this device's block)
+//   1 k        vec4<f32> [heads, keys, head_dim / 4]  (all keys of the sequence)
+//   2 v        vec4<f32> [heads, keys, head_dim / 4]
 //   3 table    f32 [heads, buckets]
-//   4 pairs    u32 [ceil(row_count*seq / 4)] one block of query rows: bucket of pair (i, j) at byte
-//                                          (i - row_start)*seq + j
-//   5 d_out    vec4<f32> [heads, seq, head_dim / 4]    gradient of the attention output
-//   6 lse      f32 [heads, seq]              saved by the forward
-//   7 delta    f32 [heads, seq]              rowsum(d_out * out), computed by the host
-//   8 d_k      vec4<f32> [heads, seq, head_dim / 4]    gradient of the keys (written)
-//   9 d_v      vec4<f32> [heads, seq, head_dim / 4]    gradient of the values (written)
+//   4 pairs    u32 [ceil(row_count*keys / 4)] one block of query rows: bucket of pair (i, j) at byte
+//                                          (i - row_start)*keys + j
+//   5 d_out    vec4<f32> [heads, rows, head_dim / 4]   gradient of the attention output
+//   6 lse      f32 [heads, rows]             saved by the forward
+//   7 delta    f32 [heads, rows]             rowsum(d_out * out), computed by the host
+//   8 d_k      vec4<f32> [heads, keys, head_dim / 4]   gradient of the keys (written)
+//   9 d_v      vec4<f32> [heads, keys, head_dim / 4]   gradient of the values (written)
 //  10 params   Params
-// Dispatch, once per block of pair rows: workgroups (ceil(seq / (64 * ROWS)), heads, 1); one
+// Dispatch, once per block of pair rows: workgroups (ceil(keys / (64 * ROWS)), heads, 1); one
 // invocation per ROWS consecutive key columns of one head, over the block's query rows; the
 // first block writes d_k and d_v, later ones (accumulate = 1) add to them.
 // HEAD_DIM and BUCKETS are specialised by the host before compilation.
 
 struct Params {
     heads: u32,
-    seq: u32,
+    rows: u32,
+    keys: u32,
     head_dim: u32,
     buckets: u32,
     scale: f32,
     row_start: u32,
     row_count: u32,
     accumulate: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
@@ -62,10 +66,11 @@ fn bias(table_base: u32, bucket: u32) -> f32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let seq = params.seq;
+    let keys = params.keys;
     let head = gid.y;
     let first = gid.x * ROWS;
-    let head_base = head * seq * VEC;
+    let query_base = head * params.rows * VEC;
+    let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
     if (BUCKETS <= SMALL_TABLE) {
         for (var b = 0u; b < BUCKETS; b++) {
@@ -79,8 +84,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var dk: array<array<vec4<f32>, VEC>, ROWS>;
     var dv: array<array<vec4<f32>, VEC>, ROWS>;
     for (var r = 0u; r < ROWS; r++) {
-        cols[r] = min(first + r, seq - 1u);
-        let col_base = head_base + cols[r] * VEC;
+        cols[r] = min(first + r, keys - 1u);
+        let col_base = key_base_of_head + cols[r] * VEC;
         for (var c = 0u; c < VEC; c++) {
             kj[r][c] = k[col_base + c] * params.scale;
             vj[r][c] = v[col_base + c];
@@ -91,17 +96,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
     let end = params.row_start + params.row_count;
     for (var row = params.row_start; row < end; row++) {
-        let row_base = head_base + row * VEC;
+        let row_base = query_base + row * VEC;
         var qi: array<vec4<f32>, VEC>;
         var doi: array<vec4<f32>, VEC>;
         for (var c = 0u; c < VEC; c++) {
             qi[c] = q[row_base + c];
             doi[c] = d_out[row_base + c];
         }
-        let row_lse = lse[head * seq + row];
-        let row_delta = delta[head * seq + row];
+        let row_lse = lse[head * params.rows + row];
+        let row_delta = delta[head * params.rows + row];
         // The ROWS buckets of this row lie in two consecutive words from the first column's.
-        let first_pair = (row - params.row_start) * seq + cols[0];
+        let first_pair = (row - params.row_start) * keys + cols[0];
         let word = first_pair >> 2u;
         let low = pairs[word];
         let high = pairs[word + 1u];
@@ -125,9 +130,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
     for (var r = 0u; r < ROWS; r++) {
         let col = first + r;
-        if (col < seq) {
+        if (col < keys) {
             for (var c = 0u; c < VEC; c++) {
-                let at = head_base + col * VEC + c;
+                let at = key_base_of_head + col * VEC + c;
                 if (params.accumulate == 1u) {
                     d_k[at] += dk[r][c] * params.scale;
                     d_v[at] += dv[r][c];

@@ -1,17 +1,17 @@
 // Fused topology-biased attention, backward for the queries and the bias table.
 //
 // Bindings (group 0), all storage read_write (cubecl may alias buffers):
-//   0 q        vec4<f32> [heads, seq, head_dim / 4]
-//   1 k        vec4<f32> [heads, seq, head_dim / 4]
-//   2 v        vec4<f32> [heads, seq, head_dim / 4]
+//   0 q        vec4<f32> [heads, rows, head_dim / 4]  (the rows of this device's block)
+//   1 k        vec4<f32> [heads, keys, head_dim / 4]  (all keys of the sequence)
+//   2 v        vec4<f32> [heads, keys, head_dim / 4]
 //   3 table    f32 [heads, buckets]
-//   4 pairs    u32 [ceil(row_count*seq / 4)] one block of query rows: bucket of pair (i, j) at byte
-//                                          (i - row_start)*seq + j
-//   5 d_out    vec4<f32> [heads, seq, head_dim / 4]    gradient of the attention output
-//   6 lse      f32 [heads, seq]              saved by the forward
-//   7 delta    f32 [heads, seq]              rowsum(d_out * out), computed by the host
-//   8 d_q      vec4<f32> [heads, seq, head_dim / 4]    gradient of the queries (written)
-//   9 d_bias   f32 [heads, seq, buckets]     per-row partial sums of the bias-table gradient (written;
+//   4 pairs    u32 [ceil(row_count*keys / 4)] one block of query rows: bucket of pair (i, j) at byte
+//                                          (i - row_start)*keys + j
+//   5 d_out    vec4<f32> [heads, rows, head_dim / 4]   gradient of the attention output
+//   6 lse      f32 [heads, rows]             saved by the forward
+//   7 delta    f32 [heads, rows]             rowsum(d_out * out), computed by the host
+//   8 d_q      vec4<f32> [heads, rows, head_dim / 4]   gradient of the queries (written)
+//   9 d_bias   f32 [heads, rows, buckets]    per-row partial sums of the bias-table gradient (written;
 //                                            the host sums over rows: no S×S buffer, no atomics)
 //  10 params   Params
 // Dispatch, once per block of pair rows: workgroups (ceil(row_count / (64 * ROWS)), heads, 1);
@@ -20,13 +20,17 @@
 
 struct Params {
     heads: u32,
-    seq: u32,
+    rows: u32,
+    keys: u32,
     head_dim: u32,
     buckets: u32,
     scale: f32,
     row_start: u32,
     row_count: u32,
     accumulate: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
@@ -51,7 +55,7 @@ var<private> bias_row: array<f32, BUCKETS>;
 
 // The bucket of (query row, key column), from the launch's block of rows.
 fn bucket_of(row: u32, col: u32) -> u32 {
-    let pair = (row - params.row_start) * params.seq + col;
+    let pair = (row - params.row_start) * params.keys + col;
     return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
 }
 
@@ -68,11 +72,12 @@ fn bias(table_base: u32, bucket: u32) -> f32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let seq = params.seq;
+    let keys = params.keys;
     let head = gid.y;
     let first = params.row_start + gid.x * ROWS;
     let last = params.row_start + params.row_count - 1u;
-    let head_base = head * seq * VEC;
+    let query_base = head * params.rows * VEC;
+    let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
     if (BUCKETS <= SMALL_TABLE) {
         for (var b = 0u; b < BUCKETS; b++) {
@@ -89,21 +94,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var db: array<array<f32, BUCKETS>, ROWS>;
     for (var r = 0u; r < ROWS; r++) {
         rows[r] = min(first + r, last);
-        let row_base = head_base + rows[r] * VEC;
+        let row_base = query_base + rows[r] * VEC;
         for (var c = 0u; c < VEC; c++) {
             qi[r][c] = q[row_base + c] * params.scale;
             doi[r][c] = d_out[row_base + c];
             dq[r][c] = vec4<f32>(0.0);
         }
-        row_lse[r] = lse[head * seq + rows[r]];
-        row_delta[r] = delta[head * seq + rows[r]];
+        row_lse[r] = lse[head * params.rows + rows[r]];
+        row_delta[r] = delta[head * params.rows + rows[r]];
         for (var b = 0u; b < BUCKETS; b++) {
             db[r][b] = 0.0;
         }
     }
 
-    for (var col = 0u; col < seq; col++) {
-        let key_base = head_base + col * VEC;
+    for (var col = 0u; col < keys; col++) {
+        let key_base = key_base_of_head + col * VEC;
         var kj: array<vec4<f32>, VEC>;
         var vj: array<vec4<f32>, VEC>;
         for (var c = 0u; c < VEC; c++) {
@@ -136,9 +141,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let row = first + r;
         if (row <= last) {
             for (var c = 0u; c < VEC; c++) {
-                d_q[head_base + row * VEC + c] = dq[r][c] * params.scale;
+                d_q[query_base + row * VEC + c] = dq[r][c] * params.scale;
             }
-            let bias_out = (head * seq + row) * BUCKETS;
+            let bias_out = (head * params.rows + row) * BUCKETS;
             for (var b = 0u; b < BUCKETS; b++) {
                 d_bias[bias_out + b] = db[r][b];
             }

@@ -1,14 +1,14 @@
 // Fused topology-biased attention, forward (FlashAttention-style online softmax).
 //
 // Bindings (group 0), all storage read_write (cubecl may alias buffers):
-//   0 q       vec4<f32> [heads, seq, head_dim / 4]   queries
-//   1 k       vec4<f32> [heads, seq, head_dim / 4]   keys
-//   2 v       vec4<f32> [heads, seq, head_dim / 4]   values
+//   0 q       vec4<f32> [heads, rows, head_dim / 4]  queries (the rows of this device's block)
+//   1 k       vec4<f32> [heads, keys, head_dim / 4]  keys (all keys of the sequence)
+//   2 v       vec4<f32> [heads, keys, head_dim / 4]  values
 //   3 table   f32 [heads, buckets]         spatial bias per head per distance bucket
-//   4 pairs   u32 [ceil(row_count*seq / 4)]  one block of query rows: bucket of pair (i, j) at byte
-//                                        (i - row_start)*seq + j (little-endian)
-//   5 out     vec4<f32> [heads, seq, head_dim / 4]   attention output
-//   6 lse     f32 [heads, seq]             log-sum-exp of each score row (saved for the backward)
+//   4 pairs   u32 [ceil(row_count*keys / 4)]  one block of query rows: bucket of pair (i, j) at byte
+//                                        (i - row_start)*keys + j (little-endian)
+//   5 out     vec4<f32> [heads, rows, head_dim / 4]  attention output
+//   6 lse     f32 [heads, rows]            log-sum-exp of each score row (saved for the backward)
 //   7 params  Params
 // Dispatch, once per block of pair rows: workgroups (ceil(row_count / (64 * ROWS)), heads, 1);
 // one invocation per ROWS consecutive query rows of the block, of one head.
@@ -16,13 +16,17 @@
 
 struct Params {
     heads: u32,
-    seq: u32,
+    rows: u32,
+    keys: u32,
     head_dim: u32,
     buckets: u32,
     scale: f32,
     row_start: u32,
     row_count: u32,
     accumulate: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 const HEAD_DIM: u32 = 32u;
@@ -46,7 +50,7 @@ var<private> bias_row: array<f32, BUCKETS>;
 
 // The bucket of (query row, key column), from the launch's block of rows.
 fn bucket_of(row: u32, col: u32) -> u32 {
-    let pair = (row - params.row_start) * params.seq + col;
+    let pair = (row - params.row_start) * params.keys + col;
     return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
 }
 
@@ -63,11 +67,12 @@ fn bias(table_base: u32, bucket: u32) -> f32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let seq = params.seq;
+    let keys = params.keys;
     let head = gid.y;
     let first = params.row_start + gid.x * ROWS;
     let last = params.row_start + params.row_count - 1u;
-    let head_base = head * seq * VEC;
+    let query_base = head * params.rows * VEC;
+    let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
     if (BUCKETS <= SMALL_TABLE) {
         for (var b = 0u; b < BUCKETS; b++) {
@@ -83,19 +88,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var r = 0u; r < ROWS; r++) {
         rows[r] = min(first + r, last);
         for (var c = 0u; c < VEC; c++) {
-            qi[r][c] = q[head_base + rows[r] * VEC + c] * params.scale;
+            qi[r][c] = q[query_base + rows[r] * VEC + c] * params.scale;
             acc[r][c] = vec4<f32>(0.0);
         }
         m[r] = NEG;
         l[r] = 0.0;
     }
 
-    for (var start = 0u; start < seq; start += BLOCK) {
+    for (var start = 0u; start < keys; start += BLOCK) {
         var s: array<array<f32, BLOCK>, ROWS>;
         for (var t = 0u; t < BLOCK; t++) {
-            let key = min(start + t, seq - 1u);
-            let valid = start + t < seq;
-            let key_base = head_base + key * VEC;
+            let key = min(start + t, keys - 1u);
+            let valid = start + t < keys;
+            let key_base = key_base_of_head + key * VEC;
             var kj: array<vec4<f32>, VEC>;
             for (var c = 0u; c < VEC; c++) {
                 kj[c] = k[key_base + c];
@@ -121,8 +126,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             m[r] = block_max;
         }
         for (var t = 0u; t < BLOCK; t++) {
-            let key = min(start + t, seq - 1u);
-            let value_base = head_base + key * VEC;
+            let key = min(start + t, keys - 1u);
+            let value_base = key_base_of_head + key * VEC;
             var vj: array<vec4<f32>, VEC>;
             for (var c = 0u; c < VEC; c++) {
                 vj[c] = v[value_base + c];
@@ -142,9 +147,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         if (row <= last) {
             let inverse = 1.0 / l[r];
             for (var c = 0u; c < VEC; c++) {
-                out[head_base + row * VEC + c] = acc[r][c] * inverse;
+                out[query_base + row * VEC + c] = acc[r][c] * inverse;
             }
-            lse[head * seq + row] = m[r] + log(l[r]);
+            lse[head * params.rows + row] = m[r] + log(l[r]);
         }
     }
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::common::{Run, TestError, TestResult, have_adapter, megagraph};
 
 /// A tiny wgpu training run: 200 nodes, one layer of width 16, three epochs.
-const TINY_TRAIN: &[&str] = &[
+pub(crate) const TINY_TRAIN: &[&str] = &[
     "train",
     "--synthetic",
     "sbm:200:3",

@@ -17,15 +17,30 @@ use crate::common::{TestResult, wgpu_device};
 const TOLERANCE: f32 = 1e-4;
 const ABSOLUTE_FLOOR: f32 = 1e-6;
 
-/// One case: shape and how the pair buckets are drawn.
+/// One case: shape and how the pair buckets are drawn. `rows` query rows attend to `keys`
+/// keys (a context-parallel shard has fewer rows than keys; a whole sequence has as many).
 struct Case {
     heads: usize,
-    seq: usize,
+    rows: usize,
+    keys: usize,
     head_dim: usize,
     buckets: usize,
     all_far: bool,
     /// Bytes per block of pair buckets for the fused run (the reference gets one block).
     block_bytes: usize,
+}
+
+impl Case {
+    /// Heads, rows, keys, head dimension, buckets.
+    fn dims(&self) -> [usize; 5] {
+        [
+            self.heads,
+            self.rows,
+            self.keys,
+            self.head_dim,
+            self.buckets,
+        ]
+    }
 }
 
 /// Outputs and gradients as host vectors: out, dq, dk, dv, dtable.
@@ -41,14 +56,14 @@ fn run<
     fused: bool,
     device: &B::Device,
 ) -> Results {
-    let [h, s, d, nb] = [case.heads, case.seq, case.head_dim, case.buckets];
-    let t3 = |v: &Vec<f32>| {
-        Tensor::<B, 3>::from_data(TensorData::new(v.clone(), [h, s, d]), device).require_grad()
+    let [h, r, s, d, nb] = case.dims();
+    let t3 = |v: &Vec<f32>, n: usize| {
+        Tensor::<B, 3>::from_data(TensorData::new(v.clone(), [h, n, d]), device).require_grad()
     };
-    let (q, k, v) = (t3(&host[0]), t3(&host[1]), t3(&host[2]));
+    let (q, k, v) = (t3(&host[0], r), t3(&host[1], s), t3(&host[2], s));
     let table =
         Tensor::<B, 2>::from_data(TensorData::new(host[3].clone(), [h, nb]), device).require_grad();
-    let weight = Tensor::<B, 3>::from_data(TensorData::new(host[4].clone(), [h, s, d]), device);
+    let weight = Tensor::<B, 3>::from_data(TensorData::new(host[4].clone(), [h, r, d]), device);
     let block_bytes = if fused {
         case.block_bytes
     } else {
@@ -78,17 +93,17 @@ fn run<
 
 fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
     let mut rng = StdRng::seed_from_u64(seed);
-    let [h, s, d, nb] = [case.heads, case.seq, case.head_dim, case.buckets];
+    let [h, r, s, d, nb] = case.dims();
     let mut normal =
         |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect() };
     let host = [
-        normal(h * s * d),
+        normal(h * r * d),
         normal(h * s * d),
         normal(h * s * d),
         normal(h * nb),
-        normal(h * s * d),
+        normal(h * r * d),
     ];
-    let buckets: Vec<u8> = (0..s * s)
+    let buckets: Vec<u8> = (0..r * s)
         .map(|p| {
             if case.all_far {
                 (nb - 1) as u8
@@ -108,7 +123,7 @@ fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
         let err = f.iter().zip(r).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
         // Mathematically zero: with one key the softmax is constant (dQ = dK = 0), and the
         // bias-table gradient sums dS over whole rows when every pair is in one bucket.
-        let zero = (case.seq == 1 && *name != "output" && *name != "dV")
+        let zero = (case.keys == 1 && *name != "output" && *name != "dV")
             || (*name == "dTable" && case.all_far);
         let bound = if zero {
             ABSOLUTE_FLOOR
@@ -117,9 +132,10 @@ fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
         };
         assert!(
             err <= bound,
-            "heads {h} seq {s} head_dim {d} buckets {nb} all_far {} block_bytes {}: {name} differs by {err:e} (scale {scale:e})",
+            "heads {h} rows {rows} keys {s} head_dim {d} buckets {nb} all_far {} block_bytes {}: {name} differs by {err:e} (scale {scale:e})",
             case.all_far,
-            case.block_bytes
+            case.block_bytes,
+            rows = case.rows
         );
         assert!(
             zero || scale > 0.0,
@@ -137,7 +153,8 @@ fn fused_attention_matches_the_reference() -> TestResult {
     let cases = [
         Case {
             heads: 1,
-            seq: 1,
+            rows: 1,
+            keys: 1,
             head_dim: 16,
             buckets: 7,
             all_far: false,
@@ -145,7 +162,8 @@ fn fused_attention_matches_the_reference() -> TestResult {
         },
         Case {
             heads: 2,
-            seq: 37,
+            rows: 37,
+            keys: 37,
             head_dim: 16,
             buckets: 7,
             all_far: false,
@@ -153,7 +171,8 @@ fn fused_attention_matches_the_reference() -> TestResult {
         },
         Case {
             heads: 4,
-            seq: 130,
+            rows: 130,
+            keys: 130,
             head_dim: 32,
             buckets: 7,
             all_far: false,
@@ -161,7 +180,8 @@ fn fused_attention_matches_the_reference() -> TestResult {
         },
         Case {
             heads: 3,
-            seq: 65,
+            rows: 65,
+            keys: 65,
             head_dim: 64,
             buckets: 12,
             all_far: false,
@@ -169,17 +189,39 @@ fn fused_attention_matches_the_reference() -> TestResult {
         },
         Case {
             heads: 2,
-            seq: 50,
+            rows: 50,
+            keys: 50,
             head_dim: 32,
             buckets: 7,
             all_far: true,
             block_bytes: MAX_BLOCK_BYTES,
         },
-        // Pair buckets in blocks of 31 rows (the last of 6), and of one row each: the kernels
-        // launch per block and the key kernel accumulates across blocks.
+        // Context-parallel shapes: a block of query rows against the whole sequence's keys,
+        // and more rows than keys.
         Case {
             heads: 2,
-            seq: 130,
+            rows: 13,
+            keys: 70,
+            head_dim: 32,
+            buckets: 7,
+            all_far: false,
+            block_bytes: MAX_BLOCK_BYTES,
+        },
+        Case {
+            heads: 1,
+            rows: 70,
+            keys: 9,
+            head_dim: 16,
+            buckets: 7,
+            all_far: false,
+            block_bytes: MAX_BLOCK_BYTES,
+        },
+        // Pair buckets in blocks of 31 rows (the last of 6), of one row each, and a shard's
+        // rows in blocks: the kernels launch per block and the key kernel accumulates.
+        Case {
+            heads: 2,
+            rows: 130,
+            keys: 130,
             head_dim: 32,
             buckets: 7,
             all_far: false,
@@ -187,11 +229,21 @@ fn fused_attention_matches_the_reference() -> TestResult {
         },
         Case {
             heads: 1,
-            seq: 37,
+            rows: 37,
+            keys: 37,
             head_dim: 16,
             buckets: 20,
             all_far: false,
             block_bytes: 1,
+        },
+        Case {
+            heads: 2,
+            rows: 21,
+            keys: 70,
+            head_dim: 32,
+            buckets: 7,
+            all_far: false,
+            block_bytes: 70 * 5,
         },
     ];
     for (seed, case) in cases.iter().enumerate() {

@@ -21,8 +21,7 @@ use megagraph_engine::{
     },
     device::{CpuAutodiff, CpuBackend, WgpuAutodiff},
     graph::{Graph, SbmParams, sbm},
-    kernels::BiasedAttentionBackend,
-    model::{AttentionKernel, GraphTransformer, HostSequence, ModelConfig},
+    model::{AttentionKernel, GraphTransformer, HostSequence, ModelBackend, ModelConfig},
 };
 
 use crate::common::{TestError, TestResult, wgpu_device};
@@ -140,7 +139,7 @@ struct Outcome {
 }
 
 /// Forward on the whole sequence, cross-entropy against every node's label, backward.
-fn forward_backward<B: AutodiffBackend + BiasedAttentionBackend>(
+fn forward_backward<B: AutodiffBackend + ModelBackend>(
     model: &GraphTransformer<B>,
     graph: &Graph,
     host: &HostSequence,

@@ -5,10 +5,13 @@
 
 mod cli_bench;
 mod cli_errors;
+mod cli_parallel;
 mod cli_plan;
+mod cli_report;
 mod cli_train;
 mod common;
 mod kernels;
 mod model_backends;
+mod parallel;
 mod shaders;
 mod sparse_kernels;

@@ -1,7 +1,9 @@
 //! `megagraph`: train Graph Transformers on large graphs across whatever GPUs a lab has.
 
 mod commands;
+mod plan_source;
 mod progress;
+mod report;
 
 use std::process::ExitCode;
 

@@ -143,11 +143,28 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
     Ok(init_device(setup, RuntimeOptions::default()))
 }
 
+/// Opens `count` logical devices on adapter `index` (the first when `None`): separate wgpu
+/// devices with their own queues and memory pools, so that a plan for several devices runs on
+/// one adapter.
+pub fn open_logical_devices(
+    index: Option<usize>,
+    count: usize,
+) -> Result<Vec<WgpuDevice>, EngineError> {
+    (0..count).map(|_| open_wgpu(index)).collect()
+}
+
 /// A backend whose device memory can be measured.
 pub trait MemoryProbe: Backend {
     /// Bytes the device's memory pool has reserved right now, or `None` where the backend
     /// keeps no device memory of its own (CPU backends).
     fn reserved_bytes(device: &Self::Device) -> Option<u64>;
+
+    /// Bytes of the pool held by live tensors right now (the pool reserves in pages of 8, 32
+    /// and 128 MiB, so this is the finer measure of what a computation keeps).
+    fn in_use_bytes(device: &Self::Device) -> Option<u64>;
+
+    /// The largest buffer the device can allocate in one piece (`None`: no fixed limit).
+    fn max_buffer_bytes(device: &Self::Device) -> Option<u64>;
 }
 
 impl MemoryProbe for WgpuBackend {
@@ -157,10 +174,34 @@ impl MemoryProbe for WgpuBackend {
             .ok()
             .map(|usage| usage.bytes_reserved)
     }
+
+    fn in_use_bytes(device: &Self::Device) -> Option<u64> {
+        WgpuRuntime::client(device)
+            .memory_usage()
+            .ok()
+            .map(|usage| usage.bytes_in_use)
+    }
+
+    fn max_buffer_bytes(device: &Self::Device) -> Option<u64> {
+        Some(
+            WgpuRuntime::client(device)
+                .properties()
+                .memory
+                .max_page_size,
+        )
+    }
 }
 
 impl MemoryProbe for CpuBackend {
     fn reserved_bytes(_device: &Self::Device) -> Option<u64> {
+        None
+    }
+
+    fn in_use_bytes(_device: &Self::Device) -> Option<u64> {
+        None
+    }
+
+    fn max_buffer_bytes(_device: &Self::Device) -> Option<u64> {
         None
     }
 }
@@ -168,5 +209,13 @@ impl MemoryProbe for CpuBackend {
 impl<B: MemoryProbe, C: CheckpointStrategy> MemoryProbe for Autodiff<B, C> {
     fn reserved_bytes(device: &Self::Device) -> Option<u64> {
         B::reserved_bytes(device)
+    }
+
+    fn in_use_bytes(device: &Self::Device) -> Option<u64> {
+        B::in_use_bytes(device)
+    }
+
+    fn max_buffer_bytes(device: &Self::Device) -> Option<u64> {
+        B::max_buffer_bytes(device)
     }
 }

@@ -1,11 +1,13 @@
 //! MegaGraph engine: graph data, the Graph Transformer model, devices and training.
 
 pub mod bench;
+pub mod comm;
 pub mod device;
 mod error;
 pub mod graph;
 pub mod kernels;
 pub mod model;
+pub mod parallel;
 pub mod profile;
 mod timing;
 pub mod train;

@@ -52,6 +52,27 @@ pub struct DeviceMeasurement {
     pub embedding_bytes_per_second: Vec<SizedRate>,
     /// Elementwise read + write, bytes/s (the planner's `mem_bandwidth`).
     pub mem_bandwidth: f64,
+    /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
+    /// (they share the adapter's compute, and a plan runs them together); the planner's
+    /// `flops` is the lower of this and the device's best alone. `None` for a lone device.
+    pub shared_attention_flops: Option<f64>,
+}
+
+/// Sequence length of the concurrent attention measurement.
+const SHARED_SEQ: usize = 1024;
+
+/// Attention FLOP/s of each device while all of them run at once.
+fn concurrent_attention_flops(devices: &[WgpuDevice]) -> Vec<f64> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = devices
+            .iter()
+            .map(|device| scope.spawn(move || attention_flops(device, SHARED_SEQ)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a profiling thread does not panic"))
+            .collect()
+    })
 }
 
 /// Measures `rate(size)` at each size.
@@ -217,6 +238,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                 embedding_bytes_per_second(device, n)
             }),
             mem_bandwidth: mem_bandwidth(device),
+            shared_attention_flops: None,
         };
         specs.push(DeviceSpec {
             name: name.clone(),
@@ -225,6 +247,13 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             mem_bandwidth: measured.mem_bandwidth,
         });
         measurements.push(measured);
+    }
+    if options.logical_devices.is_some_and(|n| n > 1) {
+        let shared = concurrent_attention_flops(&devices);
+        for ((spec, measured), flops) in specs.iter_mut().zip(&mut measurements).zip(shared) {
+            spec.flops = spec.flops.min(flops);
+            measured.shared_attention_flops = Some(flops);
+        }
     }
     let link = match devices.as_slice() {
         [first, second, ..] => host_staged_link(first, second),

@@ -8,7 +8,7 @@ use crate::grid::{Cell, Grid};
 use crate::{ClusterSpec, Degrees, ModelSpec, ParallelConfig, PlannerError};
 
 /// Forward plus backward, the backward counted as twice the forward.
-const PASSES: f64 = 3.0;
+pub(crate) const PASSES: f64 = 3.0;
 /// Adam FLOPs per parameter (moments, bias correction, update).
 const ADAM_FLOPS: f64 = 12.0;
 /// Adam memory traffic per parameter, in elements: read parameter, gradient and two
@@ -20,7 +20,7 @@ const LSE_BYTES: f64 = 4.0;
 const DEGREE_INDEX_BYTES: f64 = 4.0;
 /// Relative slack when comparing a predicted peak with a device's memory, so that shares
 /// balanced exactly to a memory bound are not rejected for rounding.
-const MEMORY_TOLERANCE: f64 = 1e-9;
+pub const MEMORY_TOLERANCE: f64 = 1e-9;
 
 /// Time terms of one device's training step, seconds; they sum to its step time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -205,37 +205,27 @@ impl Prediction {
 /// If `config` does not pass [`ParallelConfig::validate`] for this cluster and model.
 pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig) -> Prediction {
     let cost = CostModel::new(cluster, model);
-    let grid = Grid::of(config);
-    let Degrees { dp, pp, cp } = config.degrees;
-    let micro = Micro::new(config.micro_batches, model, dp);
+    let pp = config.degrees.pp;
+    let micro = Micro::of(config, model);
     struct Busy {
         device: usize,
         micro_batch: TimeBreakdown,
         post: (f64, f64),
         memory: MemoryBreakdown,
     }
-    let mut busy = Vec::with_capacity(config.degrees.devices());
-    for (s, stage) in config.stages.iter().enumerate() {
-        let reduce = cost.group_link(&grid.stage_devices(s));
-        for r in 0..dp {
-            for c in 0..cp {
-                let place = Place {
-                    cell: grid.cell(r, s, c),
-                    degrees: config.degrees,
-                    layers: stage.layer_count(),
-                    micro,
-                    reduce,
-                };
-                let share = config.node_shares[place.cell.device];
-                busy.push(Busy {
-                    device: place.cell.device,
-                    micro_batch: cost.micro_batch_time(&place, share),
-                    post: cost.post_time(&place),
-                    memory: cost.memory(&place, share),
-                });
+    let busy: Vec<Busy> = cost
+        .places(config)
+        .into_iter()
+        .map(|place| {
+            let share = config.node_shares[place.cell.device];
+            Busy {
+                device: place.cell.device,
+                micro_batch: cost.micro_batch_time(&place, share),
+                post: cost.post_time(&place),
+                memory: cost.memory(&place, share),
             }
-        }
-    }
+        })
+        .collect();
     let slowest = busy
         .iter()
         .map(|b| b.micro_batch.total())
@@ -293,6 +283,10 @@ impl Micro {
             size: per_replica.div_ceil(count),
         }
     }
+    /// The micro-batching of a configuration.
+    pub fn of(config: &ParallelConfig, model: &ModelSpec) -> Self {
+        Micro::new(config.micro_batches, model, config.degrees.dp)
+    }
 }
 
 /// Bandwidth and latency of a collective over a group: the slowest link between any two
@@ -342,6 +336,30 @@ impl<'a> CostModel<'a> {
             model,
             links: cluster.link_matrix(),
         }
+    }
+
+    /// The place of every device `config` uses, stage by stage, then replica by replica,
+    /// then shard by shard.
+    pub fn places(&self, config: &ParallelConfig) -> Vec<Place> {
+        let grid = Grid::of(config);
+        let Degrees { dp, cp, .. } = config.degrees;
+        let micro = Micro::of(config, self.model);
+        let mut places = Vec::with_capacity(config.degrees.devices());
+        for (s, stage) in config.stages.iter().enumerate() {
+            let reduce = self.group_link(&grid.stage_devices(s));
+            for r in 0..dp {
+                for c in 0..cp {
+                    places.push(Place {
+                        cell: grid.cell(r, s, c),
+                        degrees: config.degrees,
+                        layers: stage.layer_count(),
+                        micro,
+                        reduce,
+                    });
+                }
+            }
+        }
+        places
     }
 
     /// The link between devices `a` and `b`.

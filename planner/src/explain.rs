@@ -41,7 +41,7 @@ impl Plan {
     /// The plan, its stages and, per device, its role, step time and peak memory term by term.
     pub fn explain(&self) -> String {
         let config = &self.config;
-        let Degrees { dp, pp, cp } = config.degrees;
+        let pp = config.degrees.pp;
         let mut out = String::new();
         let fits = if self.prediction.fits() {
             "fits"
@@ -69,14 +69,7 @@ impl Plan {
                 stage.layers[0], stage.layers[1], stage.devices
             );
         }
-        let mut role = vec![None; config.node_shares.len()];
-        for s in 0..pp {
-            for r in 0..dp {
-                for c in 0..cp {
-                    role[config.device(r, s, c)] = Some((r, s, c));
-                }
-            }
-        }
+        let role = self.roles();
         for (d, device) in self.prediction.devices.iter().enumerate() {
             let Some((r, s, c)) = role[d] else {
                 let _ = writeln!(out, "device {d} {:?}: unused", device.name);
@@ -122,9 +115,93 @@ impl Plan {
         out
     }
 
+    /// Per cluster device, its `(replica, stage, shard)` in the plan, `None` if unused.
+    pub fn roles(&self) -> Vec<Option<(usize, usize, usize)>> {
+        let config = &self.config;
+        let Degrees { dp, pp, cp } = config.degrees;
+        let mut role = vec![None; config.node_shares.len()];
+        for s in 0..pp {
+            for r in 0..dp {
+                for c in 0..cp {
+                    role[config.device(r, s, c)] = Some((r, s, c));
+                }
+            }
+        }
+        role
+    }
+
+    /// Layers `first..last` of stage `s`, with `+ emb` on the first stage and `+ head` on
+    /// the last.
+    pub fn stage_label(&self, s: usize) -> String {
+        let stages = &self.config.stages;
+        let [first, last] = stages[s].layers;
+        let mut label = format!("{first}..{last}");
+        if s == 0 {
+            label.push_str(" + emb");
+        }
+        if s + 1 == stages.len() {
+            label.push_str(" + head");
+        }
+        label
+    }
+
+    /// Two tables: each device's place (replica, stage and its layers, CP shard and node
+    /// share) with its predicted step time and peak memory against its memory; then the
+    /// plan beside the baselines (see [`Plan::comparison_table`]).
+    pub fn table(&self) -> String {
+        let names = self.prediction.devices.iter().map(|d| d.name.len());
+        let width = names.chain([4]).max().unwrap_or(4);
+        let mut out = format!(
+            "{:>3} {:<width$} {:>7} {:>5} {:<18} {:>5} {:>7} {:>12} {:>10} {:>10} {:>5}\n",
+            "",
+            "name",
+            "replica",
+            "stage",
+            "layers",
+            "shard",
+            "share",
+            "step",
+            "peak",
+            "memory",
+            "fits"
+        );
+        for ((d, device), role) in self.prediction.devices.iter().enumerate().zip(self.roles()) {
+            let _ = write!(out, "{d:>3} {:<width$} ", device.name);
+            let Some((r, s, c)) = role else {
+                let _ = writeln!(
+                    out,
+                    "{:>7} {:>5} {:<18} {:>5} {:>7} {:>12} {:>10} {:>10} {:>5}",
+                    "-",
+                    "-",
+                    "unused",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    gib(device.memory_bytes),
+                    "-"
+                );
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "{r:>7} {s:>5} {:<18} {c:>5} {:>6.1}% {:>12} {:>10} {:>10} {:>5}",
+                self.stage_label(s),
+                100.0 * self.config.node_shares[d],
+                seconds(device.step_seconds),
+                gib(device.peak_bytes as f64),
+                gib(device.memory_bytes),
+                if device.fits() { "yes" } else { "no" }
+            );
+        }
+        out.push('\n');
+        out.push_str(&self.comparison_table());
+        out
+    }
+
     /// The plan beside the baselines: degrees, micro-batches, step time, the baseline's
     /// step over the plan's, largest per-device peak, whether it fits.
-    pub fn table(&self) -> String {
+    pub fn comparison_table(&self) -> String {
         let plan_step = self.prediction.step_seconds;
         let mut rows = vec![(
             "plan",

@@ -5,7 +5,8 @@
 //! per-device step time and peak memory of a [`ParallelConfig`] term by term; [`search()`]
 //! finds the configuration of least predicted step time that fits every device, and
 //! returns it as a [`Plan`] with the pure-DP, uniform-PP and uniform-CP baselines.
-//! [`exhaustive_search`] is the brute-force oracle the search is tested against.
+//! [`exhaustive_search`] is the brute-force oracle the search is tested against;
+//! [`stage_times`] gives each pipeline stage's forward and backward for a timeline.
 
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ mod explain;
 mod grid;
 mod json;
 mod model;
+mod pipeline;
 mod plan;
 mod search;
 mod split;
@@ -31,9 +33,12 @@ mod testing;
 pub use baseline::{Baseline, Baselines};
 pub use cluster::{ClusterSpec, DeviceSpec, Link, PairLink, load_cluster};
 pub use config::{Degrees, ParallelConfig, Stage};
-pub use cost::{DevicePrediction, MemoryBreakdown, Prediction, TimeBreakdown, predict};
+pub use cost::{
+    DevicePrediction, MEMORY_TOLERANCE, MemoryBreakdown, Prediction, TimeBreakdown, predict,
+};
 pub use error::PlannerError;
 pub use model::{DEGREE_BUCKETS, MAX_DISTANCE_LIMIT, ModelSpec, load_model};
+pub use pipeline::{StageTime, stage_times};
 pub use plan::Plan;
 pub use search::{exhaustive_search, search, search_fixed};
 

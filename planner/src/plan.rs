@@ -20,6 +20,8 @@ pub struct Plan {
     pub prediction: Prediction,
     /// Pure DP, uniform PP and uniform CP on the same cluster and model.
     pub baselines: Baselines,
+    /// The model shape the plan was made for (an engine refuses a plan for another shape).
+    pub model: ModelSpec,
 }
 
 impl Plan {
@@ -28,6 +30,7 @@ impl Plan {
         Plan {
             prediction: predict(cluster, model, &config),
             baselines: Baselines::of(cluster, model),
+            model: model.clone(),
             config,
         }
     }
@@ -63,6 +66,7 @@ struct PlanFile {
     fits: bool,
     devices: Vec<DevicePrediction>,
     baselines: Baselines,
+    model: ModelSpec,
 }
 
 impl From<Plan> for PlanFile {
@@ -71,6 +75,7 @@ impl From<Plan> for PlanFile {
             config,
             prediction,
             baselines,
+            model,
         } = plan;
         PlanFile {
             schema_version: SCHEMA_VERSION,
@@ -84,6 +89,7 @@ impl From<Plan> for PlanFile {
             fits: prediction.fits(),
             devices: prediction.devices,
             baselines,
+            model,
         }
     }
 }
@@ -132,10 +138,12 @@ impl TryFrom<PlanFile> for Plan {
                 ));
             }
         }
+        file.model.validate()?;
         Ok(Plan {
             config,
             prediction,
             baselines: file.baselines,
+            model: file.model,
         })
     }
 }
@@ -294,10 +302,32 @@ mod tests {
             );
         }
         assert!(explain.contains("memory: "));
-        let table = plan.table();
-        assert_eq!(table.lines().count(), 5, "{table}");
+        let comparison = plan.comparison_table();
+        assert_eq!(comparison.lines().count(), 5, "{comparison}");
         for name in ["plan", "pure DP", "uniform PP", "uniform CP"] {
-            assert!(table.lines().any(|l| l.starts_with(name)), "{table}");
+            assert!(
+                comparison.lines().any(|l| l.starts_with(name)),
+                "{comparison}"
+            );
+        }
+        let table = plan.table();
+        assert!(table.ends_with(&comparison), "{table}");
+        let devices: Vec<&str> = table.lines().take_while(|l| !l.is_empty()).collect();
+        assert_eq!(devices.len(), 1 + plan.prediction.devices.len(), "{table}");
+        for ((d, device), role) in plan.prediction.devices.iter().enumerate().zip(plan.roles()) {
+            let line = devices[1 + d];
+            assert!(line.contains(&device.name), "{line}");
+            let Some((_, s, _)) = role else {
+                assert!(line.contains("unused"), "{line}");
+                continue;
+            };
+            let share = format!("{:.1}%", 100.0 * plan.config.node_shares[d]);
+            assert!(line.contains(&plan.stage_label(s)), "{line}");
+            assert!(line.contains(&share), "{line} lacks {share}");
+            assert!(
+                line.ends_with(if device.fits() { "yes" } else { "no" }),
+                "{line}"
+            );
         }
         Ok(())
     }

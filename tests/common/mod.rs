@@ -10,7 +10,7 @@ use megagraph_engine::burn::backend::wgpu::WgpuDevice;
 use megagraph_engine::burn::cubecl::config::{
     CubeClRuntimeConfig, RuntimeConfig, autotune::AutotuneLevel, cache::CacheConfig,
 };
-use megagraph_engine::device::{AdapterSummary, list_adapters, open_wgpu};
+use megagraph_engine::device::{AdapterSummary, list_adapters, open_logical_devices, open_wgpu};
 use npyz::{AutoSerialize, Order, Serialize, WriterBuilder};
 use zip::write::SimpleFileOptions;
 
@@ -171,6 +171,18 @@ pub fn wgpu_device(test: &str) -> Result<Option<WgpuDevice>, TestError> {
         open_wgpu(None).map_err(|e| e.to_string())
     });
     Ok(Some(device.clone()?))
+}
+
+/// Four logical wgpu devices on the first adapter, shared by the tests of this process (each
+/// device compiles its own kernels, so reusing them saves minutes on lavapipe); `None` after
+/// saying so when there is no adapter and none is required.
+pub fn wgpu_logical_devices(test: &str) -> Result<Option<Vec<WgpuDevice>>, TestError> {
+    if wgpu_device(test)?.is_none() {
+        return Ok(None);
+    }
+    static DEVICES: OnceLock<Result<Vec<WgpuDevice>, String>> = OnceLock::new();
+    let devices = DEVICES.get_or_init(|| open_logical_devices(None, 4).map_err(|e| e.to_string()));
+    Ok(Some(devices.clone()?))
 }
 
 /// An array to write into a test archive: data and shape.

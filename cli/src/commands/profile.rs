@@ -27,13 +27,19 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
         device_memory: args.device_memory,
     })?;
     for m in &measured.measurements {
+        let shared = m.shared_attention_flops.map_or(String::new(), |f| {
+            format!(
+                ", attention {:.2} GFLOP/s with all devices at once",
+                f / 1e9
+            )
+        });
         eprintln!(
-            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s",
+            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s{shared}",
             m.name,
             giga(&m.attention_flops),
             giga(&m.matmul_flops),
             giga(&m.embedding_bytes_per_second),
-            m.mem_bandwidth / 1e9
+            m.mem_bandwidth / 1e9,
         );
     }
     let link = &measured.cluster.link;

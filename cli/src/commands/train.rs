@@ -1,4 +1,4 @@
-//! `megagraph train`: train a Graph Transformer on one device.
+//! `megagraph train`: train a Graph Transformer on one device, or on several under a plan.
 
 use std::path::PathBuf;
 
@@ -6,12 +6,14 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use megagraph_engine::{
     device::{CpuAutodiff, WgpuAutodiff, list_adapters, open_wgpu},
-    graph::{Graph, SplitSpec, SyntheticSpec, load_graph, split},
+    graph::{Graph, Split, SplitSpec, SyntheticSpec, load_graph, split},
     model::{AttentionKernel, ModelConfig},
+    parallel::{Layout, train_parallel},
     train::{TrainOptions, TrainReport, train},
 };
+use megagraph_planner::{Degrees, Plan};
 
-use crate::progress::EpochProgress;
+use crate::{plan_source, progress::EpochProgress};
 
 /// The synthetic graph trained on when neither `--data` nor `--synthetic` is given.
 const DEFAULT_SYNTHETIC: &str = "sbm:1000:4";
@@ -88,9 +90,29 @@ pub struct TrainArgs {
     /// wgpu adapter index from `megagraph devices` (default: wgpu's preferred adapter).
     #[arg(long)]
     adapter: Option<usize>,
+    /// Train on N logical devices of the adapter; without --plan, under the plan the planner
+    /// finds from a fresh profile of them.
+    #[arg(long)]
+    devices: Option<usize>,
+    /// Run this plan (from `megagraph plan --out`); its devices are the adapters, or the
+    /// --devices logical devices.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// Memory of each device in bytes, for the profile behind --devices without --plan.
+    #[arg(long, requires = "devices", conflicts_with_all = ["plan", "cluster"])]
+    device_memory: Option<u64>,
+    /// Plan on this cluster spec (from `megagraph profile`) instead of profiling now.
+    #[arg(long, requires = "devices", conflicts_with = "plan")]
+    cluster: Option<PathBuf>,
+    /// Plan these degrees (e.g. dp1-pp2-cp2) instead of searching all.
+    #[arg(long, requires = "devices", conflicts_with = "plan")]
+    degrees: Option<Degrees>,
     /// Print the final result as one JSON object on the last line.
     #[arg(long)]
     json: bool,
+    /// Write training.svg, devices.svg, metrics.json and index.html of the run into DIR.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// Loads the graph, trains and reports.
@@ -116,22 +138,15 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     };
     options.model_config(&graph).validate()?;
     options.validate()?;
+    if args.plan.is_some() || args.devices.is_some() {
+        return run_plan(args, &graph, &split, &options);
+    }
     let wgpu_device = match args.backend {
         BackendChoice::Wgpu => Some(open_wgpu(args.adapter)?),
         BackendChoice::Ndarray => None,
     };
-    eprintln!(
-        "graph {}: {} nodes, {} edges, {} features, {} classes; split {}: {} train / {} val / {} test",
-        graph.name(),
-        graph.num_nodes(),
-        graph.adjacency().num_edges(),
-        graph.feature_dim(),
-        graph.num_classes(),
-        args.split,
-        split.train.len(),
-        split.val.len(),
-        split.test.len()
-    );
+    describe(&graph, &split, &args.split);
+    let report_target = crate::report::ReportTarget::prepare(args.report.as_deref());
     let mut progress = EpochProgress::new(args.epochs);
     let mut on_epoch = |m: &_| progress.epoch(m);
     let (report, device_name) = match wgpu_device {
@@ -153,8 +168,70 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         }
     };
     progress.finish();
-    print_report(&report, &device_name, args.json);
-    Ok(())
+    print_report(&report, &device_name, None, args.json);
+    match report_target {
+        Some(target) => target.write(&options, &report, &device_name, None),
+        None => Ok(()),
+    }
+}
+
+/// Trains under a plan over several wgpu devices.
+fn run_plan(
+    args: &TrainArgs,
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+) -> anyhow::Result<()> {
+    if matches!(args.backend, BackendChoice::Ndarray) {
+        anyhow::bail!("--plan and --devices run on wgpu devices; drop --backend ndarray");
+    }
+    let model = plan_source::model_spec(graph, options);
+    let request = plan_source::PlanRequest {
+        plan: args.plan.as_deref(),
+        cluster: args.cluster.as_deref(),
+        degrees: args.degrees,
+        devices: args.devices,
+        device_memory: args.device_memory,
+    };
+    let plan = plan_source::resolve(request, &model)?;
+    plan_source::check(&plan, &model)?;
+    let devices = plan_source::open_devices(args.adapter, args.devices)?;
+    let layout = Layout::new(plan.config.clone(), devices.len(), options.model.layers)?;
+    describe(graph, split, &args.split);
+    let report_target = crate::report::ReportTarget::prepare(args.report.as_deref());
+    eprintln!(
+        "plan {} over {} devices, {} micro-batches",
+        plan.config.degrees,
+        layout.ranks().len(),
+        layout.micro_batches()
+    );
+    let mut progress = EpochProgress::new(args.epochs);
+    let mut on_epoch = |m: &_| progress.epoch(m);
+    let report =
+        train_parallel::<WgpuAutodiff>(graph, split, options, &layout, &devices, &mut on_epoch)?;
+    progress.finish();
+    let name = format!("{} wgpu devices", layout.ranks().len());
+    print_report(&report, &name, Some(&plan), args.json);
+    match report_target {
+        Some(target) => target.write(options, &report, &name, Some(&plan)),
+        None => Ok(()),
+    }
+}
+
+/// One line about the graph and the split.
+fn describe(graph: &Graph, split: &Split, split_text: &str) {
+    eprintln!(
+        "graph {}: {} nodes, {} edges, {} features, {} classes; split {}: {} train / {} val / {} test",
+        graph.name(),
+        graph.num_nodes(),
+        graph.adjacency().num_edges(),
+        graph.feature_dim(),
+        graph.num_classes(),
+        split_text,
+        split.train.len(),
+        split.val.len(),
+        split.test.len()
+    );
 }
 
 fn load(args: &TrainArgs) -> anyhow::Result<Graph> {
@@ -168,7 +245,26 @@ fn load(args: &TrainArgs) -> anyhow::Result<Graph> {
     Ok(spec.generate(args.seed)?)
 }
 
-fn print_report(report: &TrainReport, device: &str, json: bool) {
+/// Per device: what was measured, beside the plan's prediction when there is one.
+fn device_rows(report: &TrainReport, plan: Option<&Plan>) -> Vec<serde_json::Value> {
+    report
+        .devices
+        .iter()
+        .map(|d| {
+            let predicted = plan.and_then(|p| p.prediction.devices.get(d.rank));
+            serde_json::json!({
+                "rank": d.rank,
+                "step_seconds": d.step_seconds,
+                "peak_bytes": d.peak_bytes,
+                "peak_in_use_bytes": d.peak_in_use_bytes,
+                "predicted_step_seconds": predicted.map(|p| p.step_seconds),
+                "predicted_peak_bytes": predicted.map(|p| p.peak_bytes),
+            })
+        })
+        .collect()
+}
+
+fn print_report(report: &TrainReport, device: &str, plan: Option<&Plan>, json: bool) {
     eprintln!(
         "best epoch {} of {}: val_acc {:.4}  test_acc {:.4}  final loss {:.4}  {:.1} s on {device}",
         report.best_epoch,
@@ -191,6 +287,8 @@ fn print_report(report: &TrainReport, device: &str, json: bool) {
                 "peak_device_bytes": report.peak_device_bytes,
                 "sequences": report.sequences,
                 "device": device,
+                "plan": plan.map(|p| p.config.degrees.to_string()),
+                "devices": device_rows(report, plan),
             })
         );
     }

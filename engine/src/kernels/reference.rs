@@ -131,10 +131,10 @@ pub fn forward<B: Backend>(inputs: AttentionInputs<B>) -> AttentionSaved<B> {
     let max = s.clone().max_dim(2);
     let lse = (s.clone() - max.clone()).exp().sum_dim(2).log() + max;
     let p = (s - lse.clone()).exp();
-    let [heads, seq, _] = lse.dims();
+    let [heads, rows, _] = lse.dims();
     AttentionSaved {
         output: primitive(p.matmul(v)),
-        lse: primitive(lse.reshape([heads, seq])),
+        lse: primitive(lse.reshape([heads, rows])),
     }
 }
 
@@ -152,10 +152,11 @@ pub fn backward<B: Backend>(
     let pairs = inputs.pairs;
     let output: Tensor<B, 3> = float(saved.output);
     let d_out: Tensor<B, 3> = float(grad_output);
-    let [heads, seq, head_dim] = q.dims();
+    let [heads, rows, head_dim] = q.dims();
+    let [_, keys, _] = k.dims();
     let [_, buckets] = table.dims();
     let scale = (head_dim as f64).sqrt().recip();
-    let lse: Tensor<B, 3> = float::<B, 2>(saved.lse).reshape([heads, seq, 1]);
+    let lse: Tensor<B, 3> = float::<B, 2>(saved.lse).reshape([heads, rows, 1]);
 
     let p = (scores(q.clone(), k.clone(), table, pairs.clone()) - lse).exp();
     let d_v = p.clone().swap_dims(1, 2).matmul(d_out.clone());
@@ -167,7 +168,7 @@ pub fn backward<B: Backend>(
     let unpacked = unpack_buckets(pairs);
     let columns: Vec<Tensor<B, 2>> = (0..buckets)
         .map(|bucket| {
-            let masked = d_s.clone() * bucket_mask(unpacked.clone(), bucket, [seq, seq]);
+            let masked = d_s.clone() * bucket_mask(unpacked.clone(), bucket, [rows, keys]);
             masked.sum_dim(1).sum_dim(2).reshape([heads, 1])
         })
         .collect();

@@ -103,8 +103,10 @@ impl Shader {
 pub struct AttentionParams {
     /// Attention heads.
     pub heads: u32,
-    /// Sequence length S.
-    pub seq: u32,
+    /// Query rows in `q` (a block of the sequence under context parallelism, else S).
+    pub rows: u32,
+    /// Keys: the sequence length S.
+    pub keys: u32,
     /// Head dimension.
     pub head_dim: u32,
     /// Distance buckets (table columns).
@@ -117,6 +119,8 @@ pub struct AttentionParams {
     pub row_count: u32,
     /// 1: add to the outputs (the key kernel after the first block); 0: write them.
     pub accumulate: u32,
+    /// Padding to 48 bytes.
+    pub _pad: [u32; 3],
 }
 
 /// The parameters of the sparse shaders, mirrored by their `struct Params` in WGSL.

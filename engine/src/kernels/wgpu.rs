@@ -17,7 +17,8 @@ use crate::device::WgpuBackend;
 /// The shape of the attention inputs, checked.
 struct Dims {
     heads: usize,
-    seq: usize,
+    rows: usize,
+    keys: usize,
     head_dim: usize,
     buckets: usize,
 }
@@ -25,16 +26,21 @@ struct Dims {
 impl Dims {
     fn of(inputs: &AttentionInputs<WgpuBackend>) -> Self {
         let qs = inputs.q.meta.shape();
-        let (heads, seq, head_dim) = (qs[0], qs[1], qs[2]);
-        for (name, t) in [("k", &inputs.k), ("v", &inputs.v)] {
-            assert_eq!(t.meta.shape(), qs, "{name} must have the shape of q");
-        }
+        let (heads, rows, head_dim) = (qs[0], qs[1], qs[2]);
+        let ks = inputs.k.meta.shape();
+        let keys = ks[1];
+        assert_eq!(
+            [ks[0], ks[2]],
+            [heads, head_dim],
+            "k must be [heads, keys, head_dim] like q"
+        );
+        assert_eq!(inputs.v.meta.shape(), ks, "v must have the shape of k");
         let ts = inputs.table.meta.shape();
         assert_eq!(ts[0], heads, "the bias table needs one row per head");
         assert_eq!(
             [inputs.pairs.rows, inputs.pairs.cols],
-            [seq, seq],
-            "pairs must hold S² one-byte buckets"
+            [rows, keys],
+            "pairs must hold rows × keys one-byte buckets"
         );
         assert!(ts[1] <= 256, "at most 256 buckets fit a byte");
         assert!(
@@ -43,7 +49,8 @@ impl Dims {
         );
         Self {
             heads,
-            seq,
+            rows,
+            keys,
             head_dim,
             buckets: ts[1],
         }
@@ -54,13 +61,15 @@ impl Dims {
     fn params(&self, rows: &std::ops::Range<usize>, accumulate: bool) -> AttentionParams {
         AttentionParams {
             heads: self.heads as u32,
-            seq: self.seq as u32,
+            rows: self.rows as u32,
+            keys: self.keys as u32,
             head_dim: self.head_dim as u32,
             buckets: self.buckets as u32,
             scale: (self.head_dim as f32).sqrt().recip(),
             row_start: rows.start as u32,
             row_count: rows.len() as u32,
             accumulate: u32::from(accumulate),
+            _pad: [0; 3],
         }
     }
 
@@ -117,7 +126,7 @@ fn run_blocks(
             shader,
             dims.params(&rows, by_columns && b > 0),
         ));
-        let items = if by_columns { dims.seq } else { rows.len() };
+        let items = if by_columns { dims.keys } else { rows.len() };
         launch(
             like,
             dims.kernel(shader),
@@ -132,8 +141,8 @@ impl BiasedAttentionBackend for WgpuBackend {
         let inputs = contiguous(inputs);
         let dims = Dims::of(&inputs);
         let q = &inputs.q;
-        let output = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let lse = empty(q, vec![dims.heads, dims.seq]);
+        let output = empty(q, vec![dims.heads, dims.rows, dims.head_dim]);
+        let lse = empty(q, vec![dims.heads, dims.rows]);
         let before = [
             inputs.q.handle.clone(),
             inputs.k.handle.clone(),
@@ -156,10 +165,10 @@ impl BiasedAttentionBackend for WgpuBackend {
         let lse = into_contiguous(saved.lse);
         let delta = row_dot(grad_output.clone(), saved.output, &dims);
         let q = &inputs.q;
-        let d_q = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let d_k = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let d_v = empty(q, vec![dims.heads, dims.seq, dims.head_dim]);
-        let d_bias_rows = empty(q, vec![dims.heads, dims.seq, dims.buckets]);
+        let d_q = empty(q, vec![dims.heads, dims.rows, dims.head_dim]);
+        let d_k = empty(q, vec![dims.heads, dims.keys, dims.head_dim]);
+        let d_v = empty(q, vec![dims.heads, dims.keys, dims.head_dim]);
+        let d_bias_rows = empty(q, vec![dims.heads, dims.rows, dims.buckets]);
         let before = [
             inputs.q.handle.clone(),
             inputs.k.handle.clone(),
@@ -191,10 +200,10 @@ impl BiasedAttentionBackend for WgpuBackend {
     }
 }
 
-/// `rowsum(a ⊙ b)` over the head dimension, contiguous `[heads, S]`.
+/// `rowsum(a ⊙ b)` over the head dimension, contiguous `[heads, rows]`.
 fn row_dot(a: Cube, b: Cube, dims: &Dims) -> Cube {
     let a: Tensor<WgpuBackend, 3> = Tensor::from_primitive(TensorPrimitive::Float(a));
     let b: Tensor<WgpuBackend, 3> = Tensor::from_primitive(TensorPrimitive::Float(b));
-    let dot = (a * b).sum_dim(2).reshape([dims.heads, dims.seq]);
+    let dot = (a * b).sum_dim(2).reshape([dims.heads, dims.rows]);
     into_contiguous(dot.into_primitive().tensor())
 }

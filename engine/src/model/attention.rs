@@ -44,35 +44,49 @@ impl<B: Backend> BiasedAttention<B> {
 }
 
 impl<B: BiasedAttentionBackend> BiasedAttention<B> {
-    /// Attends `x` (`[S, hidden]`) to itself, adding `table[head, bucket(i, j)]` to the score
-    /// of each pair; `pairs` holds the packed one-byte buckets.
+    /// Attends the query rows `x` (`[rows, hidden]`) to the keys of `x_all` (`[keys, hidden]`,
+    /// the whole sequence, of which `x` is a block), adding `table[head, bucket(i, j)]` to the
+    /// score of each pair; `pairs` holds the packed one-byte buckets, `rows × keys`.
     pub fn forward(
         &self,
         x: Tensor<B, 2>,
+        x_all: Tensor<B, 2>,
         table: Tensor<B, 2>,
         pairs: PairBuckets<B>,
     ) -> Tensor<B, 2> {
-        let [nodes, hidden] = x.dims();
+        let [rows, hidden] = x.dims();
+        let [keys, _] = x_all.dims();
         let head_dim = hidden / self.heads;
-        // [S, 3·hidden] → [3, heads, S, head_dim]
-        let qkv = self
-            .qkv
-            .forward(x)
-            .reshape([nodes, 3, self.heads, head_dim])
+        // The fused projection's weight is [hidden, 3·hidden]: queries, keys, values.
+        let project = |input: Tensor<B, 2>, columns: std::ops::Range<usize>| {
+            let weight = self.qkv.weight.val().slice([0..hidden, columns.clone()]);
+            let out = input.matmul(weight);
+            match &self.qkv.bias {
+                Some(bias) => out + bias.val().slice([columns]).unsqueeze_dim(0),
+                None => out,
+            }
+        };
+        // [rows, hidden] → [heads, rows, head_dim]
+        let q = project(x, 0..hidden)
+            .reshape([rows, self.heads, head_dim])
+            .swap_dims(0, 1);
+        // [keys, 2·hidden] → [2, heads, keys, head_dim]
+        let kv = project(x_all, hidden..3 * hidden)
+            .reshape([keys, 2, self.heads, head_dim])
             .permute([1, 2, 0, 3]);
-        let mut parts = qkv.chunk(3, 0).into_iter();
+        let mut parts = kv.chunk(2, 0).into_iter();
         let mut next = || {
             parts
                 .next()
-                .expect("chunk(3) yields three parts")
-                .reshape([self.heads, nodes, head_dim])
+                .expect("chunk(2) yields two parts")
+                .reshape([self.heads, keys, head_dim])
         };
-        let (q, k, v) = (next(), next(), next());
+        let (k, v) = (next(), next());
         let context = match self.kernel {
             AttentionKernel::Fused => biased_attention(q, k, v, table, pairs),
             AttentionKernel::Reference => reference::attention(q, k, v, table, pairs),
         };
-        let context = context.swap_dims(0, 1).reshape([nodes, hidden]);
+        let context = context.swap_dims(0, 1).reshape([rows, hidden]);
         self.output.forward(context)
     }
 }

@@ -7,8 +7,8 @@ use burn::{
     tensor::{Tensor, activation::gelu, backend::Backend},
 };
 
+use super::ModelBackend;
 use super::{BiasedAttention, ModelConfig, SequenceTensors, propagate};
-use crate::kernels::BiasedAttentionBackend;
 
 /// A Graph Transformer layer.
 #[derive(Module, Debug)]
@@ -38,9 +38,10 @@ impl<B: Backend> GraphTransformerLayer<B> {
     }
 }
 
-impl<B: BiasedAttentionBackend> GraphTransformerLayer<B> {
-    /// Applies the layer to `x` (`[S, hidden]`), with the spatial-bias `table` looked up by the
-    /// sequence's packed pair buckets.
+impl<B: ModelBackend> GraphTransformerLayer<B> {
+    /// Applies the layer to `x` (`[rows, hidden]`: the sequence, or this shard's rows of it),
+    /// with the spatial-bias `table` looked up by the packed pair buckets. Attention keys and
+    /// message-passing sources are the whole sequence's rows, gathered from the shards.
     pub fn forward(
         &self,
         x: Tensor<B, 2>,
@@ -48,10 +49,11 @@ impl<B: BiasedAttentionBackend> GraphTransformerLayer<B> {
         seq: &SequenceTensors<B>,
     ) -> Tensor<B, 2> {
         let h = self.norm_mix.forward(x.clone());
+        let h_all = seq.gather(h.clone());
         let attended = self
             .attention
-            .forward(h.clone(), table, seq.buckets.clone());
-        let local = self.local.forward(propagate(h, &seq.edges));
+            .forward(h, h_all.clone(), table, seq.buckets.clone());
+        let local = self.local.forward(propagate(h_all, &seq.edges, seq.nodes));
         let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
         let f = self.norm_ffn.forward(x.clone());
         let f = self

@@ -6,6 +6,7 @@
 mod attention;
 mod config;
 mod layer;
+mod params;
 mod propagate;
 mod sequence;
 mod transfer;
@@ -14,7 +15,15 @@ mod transformer;
 pub use attention::{AttentionKernel, BiasedAttention};
 pub use config::ModelConfig;
 pub use layer::GraphTransformerLayer;
+pub use params::ModelPart;
 pub use propagate::propagate;
-pub(crate) use sequence::int_tensor;
 pub use sequence::{EdgeTensors, HostSequence, SequenceTensors};
 pub use transformer::GraphTransformer;
+
+use crate::{comm::RowExchangeBackend, kernels::BiasedAttentionBackend};
+
+/// What the model needs of a backend: the fused attention and the row exchange of context
+/// parallelism.
+pub trait ModelBackend: BiasedAttentionBackend + RowExchangeBackend {}
+
+impl<B: BiasedAttentionBackend + RowExchangeBackend> ModelBackend for B {}

@@ -10,20 +10,24 @@ use burn::{
     tensor::{Tensor, backend::Backend},
 };
 
-use super::{AttentionKernel, GraphTransformerLayer, ModelConfig, SequenceTensors, propagate};
-use crate::kernels::{BiasedAttentionBackend, SparseMatrix, sparse};
+use std::ops::Range;
+
+use super::{
+    AttentionKernel, GraphTransformerLayer, ModelBackend, ModelConfig, SequenceTensors, propagate,
+};
+use crate::kernels::{SparseMatmulBackend as _, SparseMatrix, sparse};
 
 /// A Graph Transformer for node classification.
 #[derive(Module, Debug)]
 pub struct GraphTransformer<B: Backend> {
     /// Sparse-feature projection (its weight is `[features, hidden]`).
-    input: Linear<B>,
-    degree: Embedding<B>,
+    pub(super) input: Linear<B>,
+    pub(super) degree: Embedding<B>,
     /// One learnable scalar per head per distance bucket, shared by all layers: `[heads, buckets]`.
-    spatial_bias: Param<Tensor<B, 2>>,
-    layers: Vec<GraphTransformerLayer<B>>,
-    norm_out: LayerNorm<B>,
-    head: Linear<B>,
+    pub(super) spatial_bias: Param<Tensor<B, 2>>,
+    pub(super) layers: Vec<GraphTransformerLayer<B>>,
+    pub(super) norm_out: LayerNorm<B>,
+    pub(super) head: Linear<B>,
     input_dropout: Dropout,
     dropout: Dropout,
     heads: usize,
@@ -59,15 +63,43 @@ impl<B: Backend> GraphTransformer<B> {
     }
 }
 
-impl<B: BiasedAttentionBackend> GraphTransformer<B> {
-    /// Class logits `[S, classes]` for every node of `seq`.
+impl<B: ModelBackend> GraphTransformer<B> {
+    /// Class logits `[rows, classes]` for every row of `seq` (the whole sequence, or one
+    /// context-parallel shard of it).
     pub fn forward(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
-        let mut x = self.dropout.forward(self.embed(seq));
-        for layer in &self.layers {
+        let x = self.forward_embedding(seq);
+        let x = self.forward_layers(x, 0..self.layers.len(), seq);
+        self.forward_output(x, seq)
+    }
+
+    /// The first pipeline stage's part before its layers: the input embedding, `[rows, hidden]`.
+    pub fn forward_embedding(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
+        self.dropout.forward(self.embed(seq))
+    }
+
+    /// Transformer layers `layers` applied to `x` (`[rows, hidden]`).
+    pub fn forward_layers(
+        &self,
+        mut x: Tensor<B, 2>,
+        layers: Range<usize>,
+        seq: &SequenceTensors<B>,
+    ) -> Tensor<B, 2> {
+        for layer in &self.layers[layers] {
             x = layer.forward(x, self.spatial_bias.val(), seq);
         }
+        x
+    }
+
+    /// The last pipeline stage's part after its layers: output norm, classification head and
+    /// logit propagation, `[rows, classes]`.
+    pub fn forward_output(&self, x: Tensor<B, 2>, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
         let logits = self.head.forward(self.norm_out.forward(x));
         self.propagate_logits(logits, seq)
+    }
+
+    /// Number of transformer layers.
+    pub fn layer_count(&self) -> usize {
+        self.layers.len()
     }
 
     /// Input embedding: sparse features × weight (+ bias), plus the degree embedding; both
@@ -89,11 +121,13 @@ impl<B: BiasedAttentionBackend> GraphTransformer<B> {
         projected + product(seq.degrees.clone(), self.degree.weight.val())
     }
 
-    /// Personalised-PageRank smoothing of the logits over the sequence's edges (APPNP).
+    /// Personalised-PageRank smoothing of the logits over the sequence's edges (APPNP); each
+    /// step gathers the whole sequence's logits from the shards.
     fn propagate_logits(&self, logits: Tensor<B, 2>, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
         let mut z = logits.clone();
         for _ in 0..self.propagation_steps {
-            z = propagate(z, &seq.edges) * (1.0 - self.teleport) + logits.clone() * self.teleport;
+            z = propagate(seq.gather(z), &seq.edges, seq.nodes) * (1.0 - self.teleport)
+                + logits.clone() * self.teleport;
         }
         z
     }

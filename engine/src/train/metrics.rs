@@ -40,4 +40,26 @@ pub struct TrainReport {
     pub sequences: usize,
     /// Every epoch's figures.
     pub history: Vec<EpochMetrics>,
+    /// The loss of every optimizer step, in order.
+    pub step_losses: Vec<f64>,
+    /// Per device of the plan: its measured step time and peak memory.
+    pub devices: Vec<DeviceRun>,
+    /// Every final parameter value in the model's canonical order (see
+    /// [`GraphTransformer::all_parameter_values`](crate::model::GraphTransformer::all_parameter_values)).
+    #[serde(skip)]
+    pub parameters: Vec<f32>,
+}
+
+/// What one device of a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceRun {
+    /// The device's index in the plan (its rank).
+    pub rank: usize,
+    /// Median wall-clock seconds of a training step on this device.
+    pub step_seconds: f64,
+    /// Peak bytes reserved by the device's memory pool (`None` on CPU backends).
+    pub peak_bytes: Option<u64>,
+    /// Peak bytes held by live tensors, sampled after every forward and backward pass and
+    /// optimizer step (`None` on CPU backends).
+    pub peak_in_use_bytes: Option<u64>,
 }

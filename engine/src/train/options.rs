@@ -19,6 +19,8 @@ pub struct TrainOptions {
     pub seq_len: usize,
     /// Seed of parameter initialisation, dropout, partitioning and sequence order.
     pub seed: u64,
+    /// Stop after this many optimizer steps (then evaluate once), if set.
+    pub max_steps: Option<usize>,
     /// Model shape; `features` and `classes` are taken from the graph.
     pub model: ModelConfig,
 }
@@ -32,6 +34,7 @@ impl Default for TrainOptions {
             weight_decay: 5e-4,
             seq_len: 1024,
             seed: 0,
+            max_steps: None,
             model: ModelConfig::new(0, 0),
         }
     }

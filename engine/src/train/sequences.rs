@@ -1,12 +1,10 @@
 //! The graph cut into graph-aware sequences, each knowing which of its nodes are labelled for
 //! training, validation or test.
 
-use burn::tensor::{Int, Tensor, backend::Backend};
-
 use crate::{
     EngineError,
     graph::{Graph, Split, partition_sequences},
-    model::{HostSequence, int_tensor},
+    model::HostSequence,
 };
 
 /// The part a node plays in the split.
@@ -29,23 +27,6 @@ pub struct LabelledSequence {
     pub roles: Vec<Option<Role>>,
     /// Positions (within the sequence) of the training nodes.
     pub train: Vec<u32>,
-}
-
-impl LabelledSequence {
-    /// The positions of the training nodes, on `device`.
-    pub fn train_positions<B: Backend>(&self, device: &B::Device) -> Tensor<B, 1, Int> {
-        int_tensor(self.train.iter().map(|&p| p as i32).collect(), device)
-    }
-
-    /// The labels of the training nodes, in the order of [`Self::train_positions`].
-    pub fn train_labels<B: Backend>(&self, graph: &Graph, device: &B::Device) -> Tensor<B, 1, Int> {
-        let labels = self
-            .train
-            .iter()
-            .map(|&p| graph.labels()[self.host.nodes[p as usize] as usize] as i32)
-            .collect();
-        int_tensor(labels, device)
-    }
 }
 
 /// Partitions `graph` into sequences of at most `seq_len` nodes and labels their nodes.

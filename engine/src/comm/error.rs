@@ -1,0 +1,36 @@
+//! Errors of communication.
+
+use super::{Rank, Tag};
+
+/// A transfer that could not complete.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CommError {
+    /// Another rank ended the job.
+    #[error("the job was aborted: {0}")]
+    Aborted(String),
+    /// A message did not arrive in time.
+    #[error(
+        "rank {rank} waited {seconds:.0} s for a {tag:?} message from rank {from}: it is hung or gone"
+    )]
+    Timeout {
+        /// The waiting rank.
+        rank: Rank,
+        /// The rank it waited for.
+        from: Rank,
+        /// What it waited for.
+        tag: Tag,
+        /// How long it waited.
+        seconds: f64,
+    },
+    /// A rank outside the job.
+    #[error("rank {rank} is outside the job of {size} ranks")]
+    NoSuchRank {
+        /// The rank named.
+        rank: Rank,
+        /// Ranks in the job.
+        size: usize,
+    },
+    /// Members disagree on the shape of a collective.
+    #[error("collective mismatch: {0}")]
+    Mismatch(String),
+}

@@ -1,0 +1,258 @@
+//! The communicator of the devices of one process: a shared mailbox per (sender, receiver,
+//! tag), guarded by one mutex, with a condition variable to wake receivers.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::{CommError, Communicator, Rank, Tag};
+
+/// How long a receiver waits before it declares its peer hung.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(900);
+
+#[derive(Debug, Default)]
+struct Mailboxes {
+    queues: HashMap<(Rank, Rank, Tag), VecDeque<Vec<f32>>>,
+    aborted: Option<String>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    mailboxes: Mutex<Mailboxes>,
+    arrived: Condvar,
+    size: usize,
+    timeout: Duration,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Mailboxes> {
+        // A rank that panicked while holding the lock leaves the queues consistent (every
+        // critical section is a single push, pop or flag write), so poisoning is ignored.
+        self.mailboxes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Creates the connected communicators of the ranks of one process.
+#[derive(Debug)]
+pub struct LocalHub {
+    shared: Arc<Shared>,
+}
+
+impl LocalHub {
+    /// A hub for `size` ranks whose receivers give up after 15 minutes.
+    pub fn new(size: usize) -> Self {
+        Self::with_timeout(size, DEFAULT_TIMEOUT)
+    }
+
+    /// A hub for `size` ranks whose receivers give up after `timeout`.
+    pub fn with_timeout(size: usize, timeout: Duration) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                mailboxes: Mutex::new(Mailboxes::default()),
+                arrived: Condvar::new(),
+                size,
+                timeout,
+            }),
+        }
+    }
+
+    /// The communicator of `rank`.
+    pub fn communicator(&self, rank: Rank) -> Result<LocalCommunicator, CommError> {
+        check_rank(rank, self.shared.size)?;
+        Ok(LocalCommunicator {
+            rank,
+            shared: self.shared.clone(),
+        })
+    }
+}
+
+/// One rank's end of a [`LocalHub`].
+#[derive(Debug, Clone)]
+pub struct LocalCommunicator {
+    rank: Rank,
+    shared: Arc<Shared>,
+}
+
+fn check_rank(rank: Rank, size: usize) -> Result<(), CommError> {
+    if rank < size {
+        Ok(())
+    } else {
+        Err(CommError::NoSuchRank { rank, size })
+    }
+}
+
+impl Communicator for LocalCommunicator {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.shared.size
+    }
+
+    fn send(&self, to: Rank, tag: Tag, data: Vec<f32>) -> Result<(), CommError> {
+        check_rank(to, self.shared.size)?;
+        let mut boxes = self.shared.lock();
+        if let Some(reason) = &boxes.aborted {
+            return Err(CommError::Aborted(reason.clone()));
+        }
+        boxes
+            .queues
+            .entry((self.rank, to, tag))
+            .or_default()
+            .push_back(data);
+        self.shared.arrived.notify_all();
+        Ok(())
+    }
+
+    fn recv(&self, from: Rank, tag: Tag) -> Result<Vec<f32>, CommError> {
+        check_rank(from, self.shared.size)?;
+        let start = Instant::now();
+        let mut boxes = self.shared.lock();
+        loop {
+            if let Some(reason) = &boxes.aborted {
+                return Err(CommError::Aborted(reason.clone()));
+            }
+            if let Some(data) = boxes
+                .queues
+                .get_mut(&(from, self.rank, tag))
+                .and_then(VecDeque::pop_front)
+            {
+                return Ok(data);
+            }
+            let waited = start.elapsed();
+            if waited >= self.shared.timeout {
+                return Err(CommError::Timeout {
+                    rank: self.rank,
+                    from,
+                    tag,
+                    seconds: waited.as_secs_f64(),
+                });
+            }
+            boxes = self
+                .shared
+                .arrived
+                .wait_timeout(boxes, self.shared.timeout - waited)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    fn abort(&self, reason: &str) {
+        let mut boxes = self.shared.lock();
+        boxes
+            .aborted
+            .get_or_insert_with(|| format!("rank {}: {reason}", self.rank));
+        self.shared.arrived.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `body` on every rank of a hub of `size`, each in its own thread.
+    fn on_ranks<T: Send>(size: usize, body: impl Fn(LocalCommunicator) -> T + Sync) -> Vec<T> {
+        let hub = LocalHub::with_timeout(size, Duration::from_secs(20));
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..size)
+                .map(|rank| {
+                    let comm = hub.communicator(rank).expect("rank in range");
+                    let body = &body;
+                    scope.spawn(move || body(comm))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("rank thread"))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn ring_all_gather_returns_every_block_in_group_order() {
+        let results = on_ranks(4, |comm| {
+            let group = [3, 1, 0, 2];
+            let mine = vec![comm.rank() as f32; comm.rank() + 1];
+            comm.all_gather(&group, Tag::Gather, mine)
+        });
+        for result in results {
+            let blocks = result.expect("all-gather");
+            let expected: Vec<Vec<f32>> = [3, 1, 0, 2]
+                .iter()
+                .map(|&r| vec![r as f32; r + 1])
+                .collect();
+            assert_eq!(blocks, expected);
+        }
+    }
+
+    #[test]
+    fn reduce_scatter_and_all_reduce_sum_every_member() {
+        let results = on_ranks(3, |comm| {
+            let group = [0, 1, 2];
+            let r = comm.rank() as f32;
+            let blocks = (0..3).map(|i| vec![r * 10.0 + i as f32; 2]).collect();
+            let scattered = comm.reduce_scatter_sum(&group, Tag::ScatterGrad, blocks)?;
+            let reduced = comm.all_reduce_sum(&group, Tag::GradReduce, vec![r, 1.0])?;
+            Ok::<_, CommError>((comm.rank(), scattered, reduced))
+        });
+        for result in results {
+            let (rank, scattered, reduced) = result.expect("collectives");
+            // Block `rank` from ranks 0, 1, 2: (0 + 10 + 20) + 3·rank.
+            assert_eq!(scattered, vec![30.0 + 3.0 * rank as f32; 2]);
+            assert_eq!(reduced, vec![3.0, 3.0]);
+        }
+    }
+
+    #[test]
+    fn broadcast_and_point_to_point_keep_tags_apart() {
+        let results = on_ranks(2, |comm| {
+            if comm.rank() == 0 {
+                comm.send(1, Tag::Activation, vec![1.0])?;
+                comm.send(1, Tag::ActivationGrad, vec![2.0])?;
+            }
+            let b = comm.broadcast(&[0, 1], 0, Tag::Broadcast, vec![7.0])?;
+            let got = if comm.rank() == 1 {
+                // Read in the opposite order of sending: tags keep them apart.
+                let g = comm.recv(0, Tag::ActivationGrad)?;
+                let a = comm.recv(0, Tag::Activation)?;
+                vec![a[0], g[0]]
+            } else {
+                vec![]
+            };
+            comm.barrier(&[0, 1])?;
+            Ok::<_, CommError>((b, got))
+        });
+        let (b0, _) = results[0].clone().expect("rank 0");
+        let (b1, got) = results[1].clone().expect("rank 1");
+        assert_eq!((b0, b1), (vec![7.0], vec![7.0]));
+        assert_eq!(got, vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn abort_wakes_a_blocked_receiver_and_a_silent_peer_times_out() {
+        let hub = LocalHub::with_timeout(2, Duration::from_millis(200));
+        let waiting = hub.communicator(1).expect("rank 1");
+        let timed_out = waiting.recv(0, Tag::Gather).expect_err("nobody sends");
+        assert!(
+            matches!(
+                timed_out,
+                CommError::Timeout {
+                    rank: 1,
+                    from: 0,
+                    ..
+                }
+            ),
+            "{timed_out}"
+        );
+        let aborter = hub.communicator(0).expect("rank 0");
+        std::thread::scope(|scope| {
+            let blocked = scope.spawn(|| waiting.recv(0, Tag::Gather));
+            std::thread::sleep(Duration::from_millis(50));
+            aborter.abort("out of memory");
+            let err = blocked.join().expect("thread").expect_err("aborted");
+            assert!(err.to_string().contains("rank 0: out of memory"), "{err}");
+        });
+        assert!(hub.communicator(2).is_err(), "rank 2 is outside a hub of 2");
+    }
+}

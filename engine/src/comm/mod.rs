@@ -1,0 +1,195 @@
+//! Moving tensors between the devices of a job.
+//!
+//! [`Communicator`] is the interface every parallel strategy talks through: point-to-point
+//! `send`/`recv` and the collectives built on them (ring all-gather, reduce-scatter,
+//! all-reduce, broadcast, barrier). Ranks are the job's devices, numbered like the cluster's
+//! devices. Data travels as host `f32` buffers: wgpu devices cannot copy to each other in
+//! burn 0.21 (`to_device` panics), so every transfer is staged through the host anyway, and
+//! a host buffer is also what a message-passing library (MPI, the next implementation) sends.
+//!
+//! [`LocalHub`] connects the devices of one process. [`gather_rows`] is the differentiable
+//! all-gather the context-parallel model uses.
+
+mod error;
+mod local;
+mod rows;
+
+pub use error::CommError;
+pub use local::{LocalCommunicator, LocalHub};
+pub use rows::{RowExchange, RowExchangeBackend, gather_rows};
+
+use std::fmt::Debug;
+
+/// A device of the job.
+pub type Rank = usize;
+
+/// What a message is, so that messages of different purposes between the same two ranks never
+/// mix. Messages of one tag between two ranks arrive in the order they were sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tag {
+    /// Rows of node states exchanged by context-parallel shards (forward).
+    Gather,
+    /// Gradients of gathered rows returned to their shards (backward).
+    ScatterGrad,
+    /// Gradient all-reduce among the replicas and shards of a stage.
+    GradReduce,
+    /// A stage's activations, to the next stage.
+    Activation,
+    /// The gradient of a stage's input, to the previous stage.
+    ActivationGrad,
+    /// Broadcasts.
+    Broadcast,
+    /// Barriers.
+    Barrier,
+    /// Reports gathered at the end of a step (losses, timings).
+    Report,
+}
+
+/// Point-to-point messages and collectives among ranks.
+///
+/// A collective is called by every member of `group` (ranks, the same list in the same order
+/// on every member, the caller among them) with the same tag; members block until it
+/// completes. Sums are taken in group order on every member, so every member gets the same
+/// bits. The provided collectives are built from `send`/`recv`; an implementation over a
+/// library with native collectives may override them.
+pub trait Communicator: Send + Sync + Debug {
+    /// This rank.
+    fn rank(&self) -> Rank;
+
+    /// Number of ranks in the job.
+    fn size(&self) -> usize;
+
+    /// Sends `data` to `to`; never blocks on the receiver.
+    fn send(&self, to: Rank, tag: Tag, data: Vec<f32>) -> Result<(), CommError>;
+
+    /// Receives the next message of `tag` from `from`, blocking until it arrives, the job is
+    /// aborted, or the communicator's timeout passes.
+    fn recv(&self, from: Rank, tag: Tag) -> Result<Vec<f32>, CommError>;
+
+    /// Ends the job on every rank: blocked and later calls anywhere fail with `reason`.
+    fn abort(&self, reason: &str);
+
+    /// Every member's `data`, in group order, on every member. Ring algorithm: in step `t`
+    /// each member passes the block it received in step `t - 1` to its successor, so each
+    /// block travels the ring once (`members - 1` steps).
+    fn all_gather(
+        &self,
+        group: &[Rank],
+        tag: Tag,
+        data: Vec<f32>,
+    ) -> Result<Vec<Vec<f32>>, CommError> {
+        let me = self.position(group)?;
+        let n = group.len();
+        let mut blocks: Vec<Option<Vec<f32>>> = vec![None; n];
+        blocks[me] = Some(data);
+        let next = group[(me + 1) % n];
+        let previous = group[(me + n - 1) % n];
+        for step in 0..n - 1 {
+            let outgoing = (me + n - step) % n;
+            let incoming = (me + n - step - 1) % n;
+            let block = blocks[outgoing]
+                .clone()
+                .expect("held since the previous step");
+            self.send(next, tag, block)?;
+            blocks[incoming] = Some(self.recv(previous, tag)?);
+        }
+        Ok(blocks
+            .into_iter()
+            .map(|b| b.expect("every block arrived"))
+            .collect())
+    }
+
+    /// Member `i` receives the sum, in group order, of every member's `blocks[i]`.
+    fn reduce_scatter_sum(
+        &self,
+        group: &[Rank],
+        tag: Tag,
+        mut blocks: Vec<Vec<f32>>,
+    ) -> Result<Vec<f32>, CommError> {
+        let me = self.position(group)?;
+        if blocks.len() != group.len() {
+            return Err(CommError::Mismatch(format!(
+                "reduce-scatter over {} members got {} blocks",
+                group.len(),
+                blocks.len()
+            )));
+        }
+        for (i, &rank) in group.iter().enumerate() {
+            if i != me {
+                self.send(rank, tag, std::mem::take(&mut blocks[i]))?;
+            }
+        }
+        let own = std::mem::take(&mut blocks[me]);
+        let mut sum = vec![0.0; own.len()];
+        for (i, &rank) in group.iter().enumerate() {
+            let part = if i == me {
+                own.clone()
+            } else {
+                self.recv(rank, tag)?
+            };
+            add_into(&mut sum, &part, rank)?;
+        }
+        Ok(sum)
+    }
+
+    /// The element-wise sum, in group order, of every member's `data`, on every member.
+    fn all_reduce_sum(
+        &self,
+        group: &[Rank],
+        tag: Tag,
+        data: Vec<f32>,
+    ) -> Result<Vec<f32>, CommError> {
+        let blocks = self.all_gather(group, tag, data)?;
+        let mut sum = vec![0.0; blocks[0].len()];
+        for (block, &rank) in blocks.iter().zip(group) {
+            add_into(&mut sum, block, rank)?;
+        }
+        Ok(sum)
+    }
+
+    /// `root`'s `data` on every member (`data` is ignored on the others).
+    fn broadcast(
+        &self,
+        group: &[Rank],
+        root: Rank,
+        tag: Tag,
+        data: Vec<f32>,
+    ) -> Result<Vec<f32>, CommError> {
+        self.position(group)?;
+        if self.rank() == root {
+            for &rank in group.iter().filter(|&&r| r != root) {
+                self.send(rank, tag, data.clone())?;
+            }
+            Ok(data)
+        } else {
+            self.recv(root, tag)
+        }
+    }
+
+    /// Returns once every member has called it.
+    fn barrier(&self, group: &[Rank]) -> Result<(), CommError> {
+        self.all_gather(group, Tag::Barrier, Vec::new()).map(|_| ())
+    }
+
+    /// This rank's position in `group`, or an error if it is not a member.
+    fn position(&self, group: &[Rank]) -> Result<usize, CommError> {
+        group.iter().position(|&r| r == self.rank()).ok_or_else(|| {
+            CommError::Mismatch(format!("rank {} is not in group {group:?}", self.rank()))
+        })
+    }
+}
+
+/// `sum += part`, or an error naming `rank` if the lengths differ.
+fn add_into(sum: &mut [f32], part: &[f32], rank: Rank) -> Result<(), CommError> {
+    if part.len() != sum.len() {
+        return Err(CommError::Mismatch(format!(
+            "rank {rank} contributed {} values, expected {}",
+            part.len(),
+            sum.len()
+        )));
+    }
+    for (s, p) in sum.iter_mut().zip(part) {
+        *s += p;
+    }
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! Executing a plan: one worker thread per device, talking through a [`Communicator`].
+//!
+//! - **Context parallelism**: each sequence's rows are split over the shards of a
+//!   (replica, stage) group by the plan's node shares, in graph-partition order (METIS keeps
+//!   clusters together inside a sequence, and a shard is a consecutive block of it). A shard
+//!   holds its rows' features, degrees, edges and its row block of the pair buckets. Each
+//!   layer all-gathers the normalised node states (ring all-gather) so that a shard computes
+//!   the keys and values of the whole sequence and attends its query rows to them; the
+//!   backward reduce-scatters their gradients. The bias-table gradient is summed over shards.
+//! - **Pipeline parallelism**: stages run the plan's layer ranges (the embedding in the
+//!   first, the head in the last) in 1F1B order over micro-batches (sequences); activations
+//!   and their gradients travel between stage devices of the same replica and shard.
+//! - **Data parallelism**: replicas take different sequences of each step's batch; gradients
+//!   are summed over the devices holding each parameter, so every replica takes the same
+//!   optimizer step.
+//!
+//! Every device starts from the same initial parameters (see
+//! [`GraphTransformer::initialised`](crate::model::GraphTransformer::initialised)). A
+//! worker that fails aborts the job on every device; the error names the rank.
+
+mod grads;
+mod layout;
+mod schedule;
+mod worker;
+
+pub use layout::{Layout, Role};
+pub use schedule::{Pass, one_forward_one_backward};
+pub use worker::epoch_batches;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, mpsc};
+use std::time::Instant;
+
+use crate::{
+    EngineError,
+    comm::{CommError, Communicator, LocalHub},
+    device::MemoryProbe,
+    graph::{Graph, Split},
+    model::{AttentionKernel, ModelBackend, ModelConfig},
+    train::{
+        DeviceRun, EpochMetrics, LabelledSequence, TrainOptions, TrainReport, build_sequences,
+    },
+};
+use burn::tensor::backend::AutodiffBackend;
+use worker::{Job, Worker, WorkerOutcome};
+
+/// Trains on `graph` with `split` under `layout`, device `r` of the plan being `devices[r]`,
+/// calling `on_epoch` after every epoch.
+pub fn train_parallel<B>(
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+    layout: &Layout,
+    devices: &[B::Device],
+    on_epoch: &mut dyn FnMut(&EpochMetrics),
+) -> Result<TrainReport, EngineError>
+where
+    B: AutodiffBackend + MemoryProbe + ModelBackend,
+    B::InnerBackend: ModelBackend,
+{
+    let start = Instant::now();
+    let config = options.model_config(graph);
+    config.validate()?;
+    options.validate()?;
+    if devices.len() < layout.size() {
+        return Err(EngineError::Plan(format!(
+            "the plan is for {} devices but {} were opened",
+            layout.size(),
+            devices.len()
+        )));
+    }
+    let sequences = build_sequences(
+        graph,
+        split,
+        options.seq_len,
+        config.max_distance,
+        options.seed,
+    )?;
+    check_shards_fit::<B>(layout, &config, &sequences, devices)?;
+    let job = Job {
+        graph,
+        sequences: &sequences,
+        options,
+        config: &config,
+        layout,
+    };
+    let hub = LocalHub::new(layout.size());
+    let lead = layout.device(0, 0, 0);
+    // Dropout masks come from the backend's generator, which burn keeps per process: seeded
+    // once here, a one-device run is reproducible; with several devices the workers draw from
+    // it in whatever order they run.
+    B::seed(&devices[lead], options.seed);
+    let (progress, epochs) = mpsc::channel();
+    let results: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for rank in layout.ranks() {
+            let comm: Arc<dyn Communicator> = Arc::new(hub.communicator(rank)?);
+            let device = devices[rank].clone();
+            let progress = (rank == lead).then(|| progress.clone());
+            let job = &job;
+            handles.push(scope.spawn(move || run_guarded::<B>(job, rank, device, comm, progress)));
+        }
+        drop(progress);
+        for metrics in epochs {
+            on_epoch(&metrics);
+        }
+        Ok::<_, EngineError>(
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .expect("worker panics are caught inside the worker")
+                })
+                .collect(),
+        )
+    })?;
+    let outcomes = first_cause(results)?;
+    Ok(report(outcomes, lead, sequences.len(), start))
+}
+
+/// Checks before any work that every device can allocate the largest buffer of its shard of
+/// every sequence. The fused kernels read the pair buckets in blocks of whole rows of at most
+/// [`MAX_BLOCK_BYTES`](crate::kernels::MAX_BLOCK_BYTES) (WebGPU's guaranteed binding size), so
+/// only one row of them must fit; the reference attention holds `[heads, rows, keys]` scores
+/// in one buffer. An allocation beyond the limit does not fail cleanly on every backend
+/// (cubecl's wgpu server panics on its own thread and the kernels then read an unbound
+/// buffer), so it must never be attempted.
+fn check_shards_fit<B: MemoryProbe>(
+    layout: &Layout,
+    config: &ModelConfig,
+    sequences: &[LabelledSequence],
+    devices: &[B::Device],
+) -> Result<(), EngineError> {
+    for rank in layout.ranks() {
+        let role = layout.role(rank).expect("ranks have roles");
+        let limit = B::max_buffer_bytes(&devices[rank]);
+        for seq in sequences {
+            let nodes = seq.host.nodes.len();
+            let rows = layout.shard_rows(role.replica, role.stage, nodes)?[role.shard];
+            let Some(limit) = limit else { continue };
+            let pairs = (rows * nodes) as u64;
+            let mut buffers = vec![("pair-bucket row", nodes as u64)];
+            if config.attention == AttentionKernel::Reference {
+                buffers.push(("attention-score", 4 * config.heads as u64 * pairs));
+            }
+            for (what, needed) in buffers {
+                if needed > limit {
+                    return Err(EngineError::ShardTooLarge {
+                        rank,
+                        nodes,
+                        rows,
+                        what,
+                        needed,
+                        limit,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs one worker, turning a panic into an error and aborting the job on any failure so that
+/// no other worker waits forever.
+fn run_guarded<B>(
+    job: &Job<'_>,
+    rank: usize,
+    device: B::Device,
+    comm: Arc<dyn Communicator>,
+    progress: Option<mpsc::Sender<EpochMetrics>>,
+) -> Result<WorkerOutcome, EngineError>
+where
+    B: AutodiffBackend + MemoryProbe + ModelBackend,
+    B::InnerBackend: ModelBackend,
+{
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        Worker::<B>::new(job, rank, device, comm.clone()).run(progress)
+    }));
+    let result = match result {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(EngineError::Worker { rank, message })
+        }
+    };
+    if let Err(error) = &result {
+        comm.abort(&error.to_string());
+    }
+    result
+}
+
+/// The workers' outcomes, or the error that caused the others (an abort is a consequence).
+fn first_cause(
+    results: Vec<Result<WorkerOutcome, EngineError>>,
+) -> Result<Vec<WorkerOutcome>, EngineError> {
+    let mut errors: Vec<EngineError> = Vec::new();
+    let mut outcomes = Vec::new();
+    for result in results {
+        match result {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        return Ok(outcomes);
+    }
+    let is_consequence = |e: &EngineError| matches!(e, EngineError::Comm(CommError::Aborted(_)));
+    let index = errors.iter().position(|e| !is_consequence(e)).unwrap_or(0);
+    Err(errors.swap_remove(index))
+}
+
+fn report(
+    outcomes: Vec<WorkerOutcome>,
+    lead: usize,
+    sequences: usize,
+    start: Instant,
+) -> TrainReport {
+    let lead_outcome = outcomes
+        .iter()
+        .find(|o| o.rank == lead)
+        .expect("the lead device runs a worker");
+    let history = lead_outcome.history.clone();
+    let best = history
+        .iter()
+        .fold(None::<&EpochMetrics>, |best, m| match best {
+            Some(b) if b.val_acc >= m.val_acc => Some(b),
+            _ => Some(m),
+        })
+        .expect("at least one epoch ran: epochs >= 1 is validated")
+        .clone();
+    let devices: Vec<DeviceRun> = outcomes
+        .iter()
+        .map(|o| DeviceRun {
+            rank: o.rank,
+            step_seconds: o.step_seconds,
+            peak_bytes: o.peak_bytes,
+            peak_in_use_bytes: o.peak_in_use.get(),
+        })
+        .collect();
+    TrainReport {
+        test_acc: best.test_acc,
+        val_acc: best.val_acc,
+        best_epoch: best.epoch,
+        final_loss: history.last().map_or(f64::NAN, |m| m.loss),
+        epochs: history.len(),
+        seconds: start.elapsed().as_secs_f64(),
+        peak_device_bytes: devices.iter().filter_map(|d| d.peak_bytes).collect(),
+        sequences,
+        step_losses: lead_outcome.step_losses.clone(),
+        parameters: lead_outcome.parameters.clone().unwrap_or_default(),
+        devices,
+        history,
+    }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Measured step time and peak device memory of several plans on this machine's logical
+# devices, beside the planner's predictions; prints a Markdown table.
+#
+#   scripts/cost-model-check.sh                 # debug build, 4 logical devices on adapter 0
+#   MEGAGRAPH=target/release/megagraph DEVICES=4 scripts/cost-model-check.sh
+#
+# One profile is measured first and every plan is made on it (`train --cluster --degrees`),
+# so predictions and measurements come from the same binary and devices.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${MEGAGRAPH:-target/debug/megagraph}
+DEVICES=${DEVICES:-4}
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+PLANS=${PLANS:-"dp1-pp1-cp1 dp1-pp1-cp2 dp1-pp1-cp4 dp1-pp2-cp1 dp2-pp1-cp1 dp2-pp1-cp2 dp1-pp2-cp2"}
+RUN=(--synthetic sbm:2048:4 --seq-len 512 --layers 2 --hidden 64 --heads 4 --epochs 3 --patience 3 --seed 0)
+
+[[ -x $BIN ]] || cargo build -p megagraph-cli
+"$BIN" profile --devices "$DEVICES" --out "$OUT/cluster.json" 2>"$OUT/profile.log"
+for degrees in $PLANS; do
+    "$BIN" train "${RUN[@]}" --devices "$DEVICES" --cluster "$OUT/cluster.json" \
+        --degrees "$degrees" --json >"$OUT/$degrees.json" 2>"$OUT/$degrees.log"
+done
+python3 - "$OUT" $PLANS <<'PY'
+import json, sys
+out, plans = sys.argv[1], sys.argv[2:]
+print("| plan | measured step (s) | predicted step (s) | measured / predicted | peak in use (MiB) | pool reserved (MiB) | predicted peak (MiB) | in use / predicted |")
+print("|---|---|---|---|---|---|---|---|")
+for plan in plans:
+    report = json.loads(open(f"{out}/{plan}.json").read().strip().splitlines()[-1])
+    devices = report["devices"]
+    step = max(d["step_seconds"] for d in devices)
+    predicted_step = max(d["predicted_step_seconds"] for d in devices)
+    in_use = max(d["peak_in_use_bytes"] for d in devices) / 2**20
+    reserved = max(d["peak_bytes"] for d in devices) / 2**20
+    predicted_peak = max(d["predicted_peak_bytes"] for d in devices) / 2**20
+    print(f"| {plan} | {step:.2f} | {predicted_step:.2f} | {step / predicted_step:.2f} | {in_use:.1f} | {reserved:.1f} | {predicted_peak:.1f} | {in_use / predicted_peak:.2f} |")
+PY

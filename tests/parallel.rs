@@ -1,0 +1,429 @@
+//! Plans executed over several logical wgpu devices against the single-device run: the loss
+//! of each of 5 optimizer steps and every parameter afterwards.
+//!
+//! The reference is an independent loop: the whole model's `forward` on one device, burn's
+//! cross-entropy on the training rows, gradients accumulated over the batch, one Adam step.
+//! Dropout is off in these runs: each device draws its own masks, so dropout would differ by
+//! design, not by error.
+//!
+//! Tolerance: step losses within 1e-4 relative; parameters within 1e-4 · max |reference| (the
+//! devices sum gradients in other orders, and Adam divides by √v, which magnifies rounding
+//! of near-zero gradients).
+
+use megagraph_engine::{
+    burn::{
+        backend::wgpu::WgpuDevice,
+        nn::loss::CrossEntropyLossConfig,
+        optim::{
+            AdamConfig, GradientsAccumulator, GradientsParams, Optimizer, decay::WeightDecayConfig,
+        },
+        tensor::{ElementConversion, Int, Tensor, TensorData},
+    },
+    device::{WgpuAutodiff, open_logical_devices},
+    graph::{Graph, Split, SplitSpec, SyntheticSpec, split},
+    model::{AttentionKernel, GraphTransformer, ModelConfig},
+    parallel::{Layout, epoch_batches, train_parallel},
+    train::{TrainOptions, TrainReport, build_sequences},
+};
+use megagraph_planner::{ParallelConfig, Stage};
+use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
+
+use crate::common::{TestError, TestResult, wgpu_device, wgpu_logical_devices};
+
+const STEPS: usize = 5;
+const TOLERANCE: f64 = 1e-4;
+
+fn setup() -> Result<(Graph, Split, TrainOptions), TestError> {
+    let graph = "sbm:400:3".parse::<SyntheticSpec>()?.generate(3)?;
+    let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, 3)?;
+    let options = TrainOptions {
+        epochs: 1,
+        max_steps: Some(STEPS),
+        seq_len: 40,
+        seed: 5,
+        model: ModelConfig {
+            layers: 4,
+            hidden: 16,
+            heads: 2,
+            ffn_hidden: 32,
+            dropout: 0.0,
+            input_dropout: 0.0,
+            ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+        },
+        ..TrainOptions::default()
+    };
+    Ok((graph, split, options))
+}
+
+/// The single-device run: step losses and final parameters.
+fn reference(
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+    batch: usize,
+    device: &WgpuDevice,
+) -> Result<(Vec<f64>, Vec<f32>), TestError> {
+    let config = options.model_config(graph);
+    let sequences = build_sequences(
+        graph,
+        split,
+        options.seq_len,
+        config.max_distance,
+        options.seed,
+    )?;
+    let mut model = GraphTransformer::<WgpuAutodiff>::initialised(&config, options.seed, device);
+    let mut optimizer = AdamConfig::new()
+        .with_weight_decay(Some(WeightDecayConfig::new(options.weight_decay)))
+        .init::<WgpuAutodiff, GraphTransformer<WgpuAutodiff>>();
+    let loss_fn = CrossEntropyLossConfig::new().init(device);
+    let mut order: Vec<usize> = (0..sequences.len()).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(options.seed));
+    let mut losses = Vec::new();
+    for step in epoch_batches(&order, batch).into_iter().take(STEPS) {
+        let mut accumulator = GradientsAccumulator::<GraphTransformer<WgpuAutodiff>>::new();
+        let mut loss_sum = 0.0;
+        for &index in &step {
+            let seq = &sequences[index];
+            assert!(
+                !seq.train.is_empty(),
+                "every test sequence has training nodes"
+            );
+            let tensors = seq
+                .host
+                .to_device::<WgpuAutodiff>(graph, config.max_degree, device);
+            let positions: Vec<i32> = seq.train.iter().map(|&p| p as i32).collect();
+            let labels: Vec<i32> = seq
+                .train
+                .iter()
+                .map(|&p| graph.labels()[seq.host.nodes[p as usize] as usize] as i32)
+                .collect();
+            let count = positions.len();
+            let positions = Tensor::<WgpuAutodiff, 1, Int>::from_data(
+                TensorData::new(positions, [count]),
+                device,
+            );
+            let labels =
+                Tensor::<WgpuAutodiff, 1, Int>::from_data(TensorData::new(labels, [count]), device);
+            let logits = model.forward(&tensors).select(0, positions);
+            let loss = loss_fn.forward(logits, labels) / batch as f32;
+            loss_sum += loss.clone().into_scalar().elem::<f64>();
+            accumulator.accumulate(&model, GradientsParams::from_grads(loss.backward(), &model));
+        }
+        model = optimizer.step(options.learning_rate, model, accumulator.grads());
+        losses.push(loss_sum);
+    }
+    Ok((losses, model.all_parameter_values()))
+}
+
+fn stage(layers: [usize; 2], devices: Vec<Vec<usize>>) -> Stage {
+    Stage { layers, devices }
+}
+
+fn plan(
+    degrees: &str,
+    stages: Vec<Stage>,
+    node_shares: Vec<f64>,
+    micro_batches: usize,
+) -> ParallelConfig {
+    ParallelConfig {
+        degrees: degrees.parse().expect("valid degrees"),
+        stages,
+        node_shares,
+        micro_batches,
+    }
+}
+
+fn run_plan(
+    config: ParallelConfig,
+    devices: &[WgpuDevice],
+) -> Result<(TrainReport, usize), TestError> {
+    let (graph, split, options) = setup()?;
+    let layout = Layout::new(config, devices.len(), options.model.layers)?;
+    let report =
+        train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
+    Ok((report, layout.batch()))
+}
+
+fn check_equivalent(name: &str, config: ParallelConfig) -> TestResult {
+    let Some(devices) = wgpu_logical_devices(name)? else {
+        return Ok(());
+    };
+    let Some(device) = wgpu_device(name)? else {
+        return Ok(());
+    };
+    let (report, batch) = run_plan(config, &devices)?;
+    let (graph, split, options) = setup()?;
+    let (losses, parameters) = reference(&graph, &split, &options, batch, &device)?;
+    assert_eq!(report.step_losses.len(), STEPS, "{name}: steps run");
+    for (step, (got, want)) in report.step_losses.iter().zip(&losses).enumerate() {
+        assert!(
+            (got - want).abs() <= TOLERANCE * want.abs(),
+            "{name}: step {} loss {got} vs single-device {want}",
+            step + 1
+        );
+    }
+    assert_eq!(
+        report.parameters.len(),
+        parameters.len(),
+        "{name}: parameter count"
+    );
+    let scale = parameters.iter().fold(0f32, |m, x| m.max(x.abs())) as f64;
+    let (worst, at) = report
+        .parameters
+        .iter()
+        .zip(&parameters)
+        .enumerate()
+        .map(|(i, (a, b))| (((a - b).abs()) as f64, i))
+        .fold((0.0, 0), |m, x| if x.0 > m.0 { x } else { m });
+    assert!(
+        worst <= TOLERANCE * scale,
+        "{name}: parameter {at} differs by {worst:e} (scale {scale:e})"
+    );
+    // The run must have moved the parameters, or the comparison could not fail.
+    let (graph, _, options) = setup()?;
+    let initial = GraphTransformer::<WgpuAutodiff>::initialised(
+        &options.model_config(&graph),
+        options.seed,
+        &device,
+    )
+    .all_parameter_values();
+    let moved = initial
+        .iter()
+        .zip(&parameters)
+        .any(|(a, b)| (a - b).abs() > 1e-3);
+    assert!(moved, "{name}: training changed no parameter");
+    eprintln!(
+        "{name}: losses {:?}; worst parameter difference {worst:e} of {scale:e}",
+        report.step_losses
+    );
+    Ok(())
+}
+
+#[test]
+fn context_parallel_matches_one_device() -> TestResult {
+    check_equivalent(
+        "cp2",
+        plan(
+            "dp1-pp1-cp2",
+            vec![stage([0, 4], vec![vec![0, 1]])],
+            vec![0.5, 0.5],
+            1,
+        ),
+    )
+}
+
+#[test]
+fn context_parallel_with_uneven_shares_matches_one_device() -> TestResult {
+    check_equivalent(
+        "cp2 shares 2:1",
+        plan(
+            "dp1-pp1-cp2",
+            vec![stage([0, 4], vec![vec![1, 0]])],
+            vec![1.0 / 3.0, 2.0 / 3.0],
+            1,
+        ),
+    )
+}
+
+#[test]
+fn pipeline_with_uneven_layers_matches_one_device() -> TestResult {
+    check_equivalent(
+        "pp2 layers 1:3",
+        plan(
+            "dp1-pp2-cp1",
+            vec![stage([0, 1], vec![vec![0]]), stage([1, 4], vec![vec![1]])],
+            vec![1.0, 1.0],
+            2,
+        ),
+    )
+}
+
+#[test]
+fn data_parallel_matches_one_device() -> TestResult {
+    check_equivalent(
+        "dp2",
+        plan(
+            "dp2-pp1-cp1",
+            vec![stage([0, 4], vec![vec![0], vec![1]])],
+            vec![1.0, 1.0],
+            1,
+        ),
+    )
+}
+
+#[test]
+fn data_and_context_parallel_match_one_device() -> TestResult {
+    check_equivalent(
+        "dp2-cp2",
+        plan(
+            "dp2-pp1-cp2",
+            vec![stage([0, 4], vec![vec![0, 1], vec![2, 3]])],
+            vec![0.5; 4],
+            1,
+        ),
+    )
+}
+
+#[test]
+fn pipeline_and_context_parallel_match_one_device() -> TestResult {
+    check_equivalent(
+        "pp2-cp2",
+        plan(
+            "dp1-pp2-cp2",
+            vec![
+                stage([0, 2], vec![vec![0, 1]]),
+                stage([2, 4], vec![vec![2, 3]]),
+            ],
+            vec![0.6, 0.4, 0.5, 0.5],
+            2,
+        ),
+    )
+}
+
+/// One `sbm:NODES:4` graph as a single sequence, trained for one step by a one-layer model
+/// of width `hidden` with `heads` heads.
+fn one_sequence_step(
+    nodes: usize,
+    seed: u64,
+    hidden: usize,
+    heads: usize,
+) -> Result<(Graph, Split, TrainOptions), TestError> {
+    let graph = format!("sbm:{nodes}:4")
+        .parse::<SyntheticSpec>()?
+        .generate(seed)?;
+    let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, seed)?;
+    let options = TrainOptions {
+        epochs: 1,
+        max_steps: Some(1),
+        seq_len: nodes,
+        model: ModelConfig {
+            layers: 1,
+            hidden,
+            heads,
+            ffn_hidden: 2 * hidden,
+            ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+        },
+        ..TrainOptions::default()
+    };
+    Ok((graph, split, options))
+}
+
+/// Peak bytes held by live tensors on each device during one step on one `sbm:NODES`
+/// sequence (the pool's reserved bytes move in 8, 32 and 128 MiB pages, too coarse to compare).
+fn one_step_peaks(
+    nodes: usize,
+    layout_config: ParallelConfig,
+    devices: &[WgpuDevice],
+) -> Result<Vec<u64>, TestError> {
+    let (graph, split, options) = one_sequence_step(nodes, 2, 64, 4)?;
+    let layout = Layout::new(layout_config, devices.len(), 1)?;
+    let report =
+        train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
+    Ok(report
+        .devices
+        .iter()
+        .filter_map(|d| d.peak_in_use_bytes)
+        .collect())
+}
+
+#[test]
+fn context_parallel_over_four_devices_cuts_the_per_device_peak() -> TestResult {
+    if wgpu_device("context_parallel_over_four_devices_cuts_the_per_device_peak")?.is_none() {
+        return Ok(());
+    }
+    // Fresh devices: a memory pool keeps what earlier tests reserved.
+    let devices = open_logical_devices(None, 5)?;
+    let nodes = 2048;
+    let single = one_step_peaks(
+        nodes,
+        plan(
+            "dp1-pp1-cp1",
+            vec![stage([0, 1], vec![vec![0]])],
+            vec![1.0],
+            1,
+        ),
+        &devices[..1],
+    )?;
+    let sharded = one_step_peaks(
+        nodes,
+        plan(
+            "dp1-pp1-cp4",
+            vec![stage([0, 1], vec![vec![1, 2, 3, 4]])],
+            vec![0.0, 0.25, 0.25, 0.25, 0.25],
+            1,
+        ),
+        &devices,
+    )?;
+    let worst = *sharded.iter().max().ok_or("four peaks")?;
+    eprintln!(
+        "S = {nodes}: one device {} bytes; cp4 {sharded:?} bytes (worst {:.3} of one)",
+        single[0],
+        worst as f64 / single[0] as f64
+    );
+    assert_eq!(sharded.len(), 4);
+    assert!(
+        worst as f64 <= 0.35 * single[0] as f64,
+        "cp4 per-device peak {worst} exceeds 0.35 × the single device's {}",
+        single[0]
+    );
+    Ok(())
+}
+
+#[test]
+fn a_sequence_too_long_for_one_device_trains_with_context_parallelism() -> TestResult {
+    let Some(devices) =
+        wgpu_logical_devices("a_sequence_too_long_for_one_device_trains_with_context_parallelism")?
+    else {
+        return Ok(());
+    };
+    // The reference attention holds its [heads, rows, keys] scores in one buffer: at 6,000
+    // nodes and 2 heads that is 288 MB, beyond lavapipe's 128 MiB buffer limit on one device,
+    // and 72 MB on each of four. (The fused kernels have no buffer of S² floats, and read the
+    // one-byte pair buckets in blocks, so no binding limits them.)
+    let (graph, split, mut options) = one_sequence_step(6_000, 4, 16, 2)?;
+    options.model.attention = AttentionKernel::Reference;
+    let single = Layout::new(
+        plan(
+            "dp1-pp1-cp1",
+            vec![stage([0, 1], vec![vec![0]])],
+            vec![1.0],
+            1,
+        ),
+        1,
+        1,
+    )?;
+    let refused = train_parallel::<WgpuAutodiff>(
+        &graph,
+        &split,
+        &options,
+        &single,
+        &devices[..1],
+        &mut |_| {},
+    )
+    .expect_err("one device cannot hold the attention scores");
+    assert!(
+        refused
+            .to_string()
+            .contains("288000000-byte attention-score buffer"),
+        "{refused}"
+    );
+    let sharded = Layout::new(
+        plan(
+            "dp1-pp1-cp4",
+            vec![stage([0, 1], vec![vec![0, 1, 2, 3]])],
+            vec![0.25; 4],
+            1,
+        ),
+        4,
+        1,
+    )?;
+    let report =
+        train_parallel::<WgpuAutodiff>(&graph, &split, &options, &sharded, &devices, &mut |_| {})?;
+    assert_eq!(report.step_losses.len(), 1);
+    assert!(
+        report.step_losses[0].is_finite() && report.step_losses[0] > 0.0,
+        "{:?}",
+        report.step_losses
+    );
+    Ok(())
+}
