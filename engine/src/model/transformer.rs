@@ -15,7 +15,7 @@ use std::ops::Range;
 use super::{
     AttentionKernel, GraphTransformerLayer, ModelBackend, ModelConfig, SequenceTensors, propagate,
 };
-use crate::kernels::{SparseMatmulBackend as _, SparseMatrix, sparse};
+use crate::kernels::{SparseMatrix, sparse};
 
 /// A Graph Transformer for node classification.
 #[derive(Module, Debug)]
