@@ -8,7 +8,7 @@ use crate::cli_errors::assert_one_line_error;
 use crate::common::{TestError, TestResult, have_adapter, megagraph, workspace_root};
 
 /// The flags of a small run whose model the plans below are made for.
-const RUN: [&str; 12] = [
+pub(crate) const RUN: [&str; 12] = [
     "--synthetic",
     "sbm:240:3",
     "--seq-len",
@@ -26,11 +26,26 @@ const RUN: [&str; 12] = [
 /// Writes a cluster of `devices` equal devices of `memory` bytes and the model of [`RUN`],
 /// and plans it; returns the plan's path.
 fn plan_for(dir: &std::path::Path, devices: usize, memory: f64) -> Result<String, TestError> {
+    plan_cluster(dir, &vec![0; devices], memory, None)
+}
+
+/// Writes a cluster of equal devices of `memory` bytes, device `i` driven by MPI process
+/// `processes[i]`, and the model of [`RUN`], and plans it (for `degrees`, or the best plan);
+/// returns the plan's path. Each `degrees` gets its own files in `dir`.
+pub(crate) fn plan_cluster(
+    dir: &std::path::Path,
+    processes: &[usize],
+    memory: f64,
+    degrees: Option<&str>,
+) -> Result<String, TestError> {
     let graph = "sbm:240:3".parse::<SyntheticSpec>()?.generate(1)?;
-    let device = serde_json::json!({"name": "lavapipe", "memory_bytes": memory, "flops": 3e9, "mem_bandwidth": 2.5e9});
+    let devices: Vec<_> = processes
+        .iter()
+        .map(|p| serde_json::json!({"name": "lavapipe", "memory_bytes": memory, "flops": 3e9, "mem_bandwidth": 2.5e9, "process": p}))
+        .collect();
     let cluster = serde_json::json!({
         "schema_version": 1,
-        "devices": vec![device; devices],
+        "devices": devices,
         "link": {"bandwidth": 8e8, "latency": 8e-3},
     });
     let model = serde_json::json!({
@@ -38,9 +53,10 @@ fn plan_for(dir: &std::path::Path, devices: usize, memory: f64) -> Result<String
         "features": graph.feature_dim(), "classes": graph.num_classes(), "seq_len": 60,
         "num_sequences": 4, "max_distance": 5, "bytes_per_element": 4,
     });
-    let cluster_path = dir.join("cluster.json");
+    let name = degrees.unwrap_or("best");
+    let cluster_path = dir.join(format!("cluster-{name}.json"));
     let model_path = dir.join("model.json");
-    let plan_path = dir.join("plan.json");
+    let plan_path = dir.join(format!("plan-{name}.json"));
     std::fs::write(&cluster_path, cluster.to_string())?;
     std::fs::write(&model_path, model.to_string())?;
     let path = |p: &std::path::Path| {
@@ -48,18 +64,24 @@ fn plan_for(dir: &std::path::Path, devices: usize, memory: f64) -> Result<String
             .map(str::to_string)
             .ok_or("temp path is not UTF-8")
     };
-    let run = megagraph(&[
+    let (cluster_arg, model_arg, plan_arg) =
+        (path(&cluster_path)?, path(&model_path)?, path(&plan_path)?);
+    let mut args = vec![
         "plan",
         "--cluster",
-        &path(&cluster_path)?,
+        &cluster_arg,
         "--model",
-        &path(&model_path)?,
+        &model_arg,
         "--out",
-        &path(&plan_path)?,
+        &plan_arg,
         "--json",
-    ])?;
+    ];
+    if let Some(degrees) = degrees {
+        args.extend(["--degrees", degrees]);
+    }
+    let run = megagraph(&args)?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
-    Ok(path(&plan_path)?)
+    Ok(plan_arg)
 }
 
 fn train(extra: &[&str]) -> Result<crate::common::Run, TestError> {

@@ -5,6 +5,8 @@
 
 mod cli_bench;
 mod cli_errors;
+#[cfg(feature = "mpi")]
+mod cli_mpi;
 mod cli_parallel;
 mod cli_plan;
 mod cli_report;

@@ -22,7 +22,7 @@ enum Command {
     /// List the wgpu adapters of this machine.
     Devices(commands::devices::DevicesArgs),
     /// Train a Graph Transformer (on the embedded synthetic graph by default).
-    Train(commands::train::TrainArgs),
+    Train(Box<commands::train::TrainArgs>),
     /// Benchmark a kernel against its reference.
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),

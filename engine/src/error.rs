@@ -53,6 +53,9 @@ pub enum EngineError {
     /// Devices could not exchange data.
     #[error(transparent)]
     Comm(#[from] CommError),
+    /// A checkpoint could not be written, read or used.
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
     /// A device's worker failed.
     #[error("device {rank} failed: {message}")]
     Worker {

@@ -1,6 +1,7 @@
 //! MegaGraph engine: graph data, the Graph Transformer model, devices and training.
 
 pub mod bench;
+pub mod checkpoint;
 pub mod comm;
 pub mod device;
 mod error;

@@ -4,7 +4,7 @@
 
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use megagraph_planner::{ClusterSpec, DeviceSpec, Link, SCHEMA_VERSION};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use burn::backend::wgpu::WgpuDevice;
 
@@ -25,7 +25,7 @@ pub struct ProfileOptions {
 }
 
 /// A throughput measured at one problem size.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct SizedRate {
     /// The size that varies: sequence length, matmul rows or gathered rows.
     pub size: usize,
@@ -39,7 +39,7 @@ fn best(rates: &[SizedRate]) -> f64 {
 }
 
 /// What was measured of one device, beside the figures the planner reads.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeviceMeasurement {
     /// Device name (adapter name, with the logical index when several share one adapter).
     pub name: String,
@@ -87,7 +87,7 @@ fn series(sizes: &[usize], rate: impl Fn(usize) -> f64) -> Vec<SizedRate> {
 }
 
 /// A measured cluster: the spec for the planner and the measurements behind it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     /// The spec `megagraph plan` reads.
     pub cluster: ClusterSpec,
@@ -245,6 +245,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             memory_bytes: memory as f64,
             flops: best(&measured.attention_flops),
             mem_bandwidth: measured.mem_bandwidth,
+            process: 0,
         });
         measurements.push(measured);
     }
@@ -275,4 +276,69 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         cluster,
         measurements,
     })
+}
+
+/// Profiles every process's devices under MPI into one cluster spec, on process 0 (`None`
+/// on the others): each process measures its own devices as [`profile`] does, the processes
+/// measure the link between every two of them (ping-pong), and process 0 lists every
+/// process's devices in process order with their `process`, the links between devices of
+/// different processes as per-pair links, and its own devices' link as the default. Called by
+/// every process.
+#[cfg(feature = "mpi")]
+pub fn profile_processes(
+    runtime: &crate::comm::MpiRuntime,
+    options: &ProfileOptions,
+) -> Result<Option<Profile>, EngineError> {
+    let local = profile(options)?;
+    let links = crate::comm::measure_process_links(runtime);
+    let bytes = serde_json::to_vec(&local).expect("a profile serializes");
+    let parts = runtime.all_gather_bytes(&bytes);
+    if runtime.process() != 0 {
+        return Ok(None);
+    }
+    let mut devices = Vec::new();
+    let mut measurements = Vec::new();
+    for (process, part) in parts.iter().enumerate() {
+        let theirs: Profile = serde_json::from_slice(part).map_err(|e| {
+            EngineError::InvalidOptions(format!(
+                "process {process} sent an unreadable profile: {e}"
+            ))
+        })?;
+        devices.extend(theirs.cluster.devices.into_iter().map(|d| DeviceSpec {
+            name: format!("{} (process {process})", d.name),
+            process,
+            ..d
+        }));
+        measurements.extend(theirs.measurements);
+    }
+    let mut pairs = Vec::new();
+    for a in 0..devices.len() {
+        for b in a + 1..devices.len() {
+            let (pa, pb) = (devices[a].process, devices[b].process);
+            if let Some(link) = links
+                .iter()
+                .find(|l| (l.a, l.b) == (pa.min(pb), pa.max(pb)))
+            {
+                pairs.push(megagraph_planner::PairLink {
+                    a,
+                    b,
+                    bandwidth: link.bandwidth,
+                    latency: link.latency,
+                });
+            }
+        }
+    }
+    let cluster = ClusterSpec {
+        schema_version: SCHEMA_VERSION,
+        devices,
+        link: local.cluster.link,
+        links: pairs,
+    };
+    cluster
+        .validate()
+        .map_err(|e| EngineError::InvalidOptions(format!("measured cluster is invalid: {e}")))?;
+    Ok(Some(Profile {
+        cluster,
+        measurements,
+    }))
 }

@@ -27,6 +27,7 @@ fn cluster() -> ClusterSpec {
                 memory_bytes,
                 flops,
                 mem_bandwidth,
+                process: 0,
             });
         }
         for a in 0..8 {

@@ -33,6 +33,15 @@ pub struct DeviceSpec {
     pub flops: f64,
     /// Memory bandwidth, bytes/s.
     pub mem_bandwidth: f64,
+    /// The MPI process (rank in `MPI_COMM_WORLD`) that drives the device; 0 for a job of
+    /// one process. A process's devices are its adapters (or logical devices) in list order.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub process: usize,
+}
+
+/// Whether a process number is the default.
+fn is_zero(process: &usize) -> bool {
+    *process == 0
 }
 
 /// A link's bandwidth and latency.

@@ -22,6 +22,8 @@ pub struct Plan {
     pub baselines: Baselines,
     /// The model shape the plan was made for (an engine refuses a plan for another shape).
     pub model: ModelSpec,
+    /// Per device: the MPI process that drives it (from the cluster spec's devices).
+    pub processes: Vec<usize>,
 }
 
 impl Plan {
@@ -31,6 +33,7 @@ impl Plan {
             prediction: predict(cluster, model, &config),
             baselines: Baselines::of(cluster, model),
             model: model.clone(),
+            processes: cluster.devices.iter().map(|d| d.process).collect(),
             config,
         }
     }
@@ -67,6 +70,9 @@ struct PlanFile {
     devices: Vec<DevicePrediction>,
     baselines: Baselines,
     model: ModelSpec,
+    /// Per device, its MPI process; left out when every device is on process 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    processes: Vec<usize>,
 }
 
 impl From<Plan> for PlanFile {
@@ -76,6 +82,7 @@ impl From<Plan> for PlanFile {
             prediction,
             baselines,
             model,
+            processes,
         } = plan;
         PlanFile {
             schema_version: SCHEMA_VERSION,
@@ -90,6 +97,11 @@ impl From<Plan> for PlanFile {
             devices: prediction.devices,
             baselines,
             model,
+            processes: if processes.iter().all(|&p| p == 0) {
+                Vec::new()
+            } else {
+                processes
+            },
         }
     }
 }
@@ -139,11 +151,17 @@ impl TryFrom<PlanFile> for Plan {
             }
         }
         file.model.validate()?;
+        let processes = match file.processes.len() {
+            0 => vec![0; count],
+            n if n == count => file.processes,
+            n => return bad(format!("processes has {n} entries for {count} devices")),
+        };
         Ok(Plan {
             config,
             prediction,
             baselines: file.baselines,
             model: file.model,
+            processes,
         })
     }
 }
@@ -211,6 +229,32 @@ mod tests {
         let loaded = Plan::load(&path);
         std::fs::remove_file(&path).expect("temp file");
         assert!(same(&value(&loaded?), &value(&plan)));
+        Ok(())
+    }
+
+    #[test]
+    fn processes_come_from_the_cluster_and_round_trip() -> Result<(), PlannerError> {
+        let mut devices = vec![device("a", 4e9, 4e13, 1e12), device("b", 4e9, 4e13, 1e12)];
+        devices[1].process = 1;
+        let plan = search(&cluster(devices, (2e10, 1e-5), vec![]), &model(2, 1024, 4))?;
+        assert_eq!(plan.processes, vec![0, 1]);
+        let again = Plan::from_json(&plan.to_json())?;
+        assert_eq!(again.processes, vec![0, 1]);
+        let single = Plan::from_json(&self::plan()?.to_json())?;
+        assert_eq!(
+            single.processes,
+            vec![0; 3],
+            "absent means every device on process 0"
+        );
+        assert!(!single.to_json().contains("processes"));
+        let mut value: serde_json::Value = serde_json::from_str(&plan.to_json()).expect("JSON");
+        value["processes"] = serde_json::json!([0]);
+        let err = Plan::from_json(&value.to_string()).expect_err("one entry for two devices");
+        assert!(
+            err.to_string()
+                .contains("processes has 1 entries for 2 devices"),
+            "{err}"
+        );
         Ok(())
     }
 

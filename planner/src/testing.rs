@@ -11,6 +11,7 @@ pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f
         memory_bytes,
         flops,
         mem_bandwidth,
+        process: 0,
     }
 }
 

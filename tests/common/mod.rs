@@ -24,12 +24,12 @@ pub const REQUIRE_ADAPTER_VAR: &str = "MEGAGRAPH_REQUIRE_ADAPTER";
 
 /// cubecl's autotune level variable; accepted values in cubecl 0.10 are `minimal`/`0`,
 /// `balanced`/`1` (the default), `extensive`/`2` and `full`/`3`.
-const AUTOTUNE_VAR: &str = "CUBECL_AUTOTUNE_LEVEL";
+pub const AUTOTUNE_VAR: &str = "CUBECL_AUTOTUNE_LEVEL";
 
 /// The autotune level the tests run at unless [`AUTOTUNE_VAR`] is set: `minimal` anchors
 /// autotune keys to powers of 2.5 instead of 2, so fewer distinct shapes get tuned (the level
 /// changes nothing else in cubecl 0.10, so results are unaffected; only kernel choice can be).
-const TEST_AUTOTUNE_LEVEL: &str = "minimal";
+pub const TEST_AUTOTUNE_LEVEL: &str = "minimal";
 
 /// The workspace root (the directory above `cli/`).
 pub fn workspace_root() -> PathBuf {

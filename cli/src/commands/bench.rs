@@ -1,4 +1,5 @@
-//! `megagraph bench attention`: fused against reference attention on one adapter.
+//! `megagraph bench attention`: fused against reference attention on one adapter;
+//! `megagraph bench comm`: bandwidth between MPI processes.
 
 use clap::{Args, Subcommand};
 use megagraph_engine::bench::{AttentionBench, ReferenceMode, bench_attention};
@@ -8,6 +9,27 @@ use megagraph_engine::bench::{AttentionBench, ReferenceMode, bench_attention};
 pub enum BenchCommand {
     /// Fused topology-biased attention against the burn-op reference, forward + backward.
     Attention(AttentionArgs),
+    /// Send/recv and all-reduce bandwidth between MPI processes: the job communicator next
+    /// to MPI's own (run under `mpirun -np 2` or more; needs the `mpi` feature).
+    Comm(CommArgs),
+}
+
+/// Options of `megagraph bench comm`.
+#[derive(Debug, Args)]
+pub struct CommArgs {
+    /// Message sizes in bytes.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "4096,65536,1048576,16777216"
+    )]
+    sizes: Vec<usize>,
+    /// Timed repetitions per size.
+    #[arg(long, default_value_t = 20)]
+    rounds: usize,
+    /// Print one JSON array on the last line.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `megagraph bench attention`.
@@ -33,9 +55,58 @@ pub struct AttentionArgs {
     json: bool,
 }
 
-/// Runs the benchmark and prints what it measured beside its bound.
+/// Runs the benchmark asked for.
 pub fn run(command: &BenchCommand) -> anyhow::Result<()> {
-    let BenchCommand::Attention(args) = command;
+    match command {
+        BenchCommand::Attention(args) => attention(args),
+        BenchCommand::Comm(args) => comm(args),
+    }
+}
+
+/// Measures MPI bandwidths; process 0 prints them.
+#[cfg(feature = "mpi")]
+fn comm(args: &CommArgs) -> anyhow::Result<()> {
+    use megagraph_engine::comm::{MpiRuntime, bench_comm};
+    let runtime = MpiRuntime::init()?;
+    let rows = match bench_comm(&runtime, &args.sizes, args.rounds.max(1)) {
+        Ok(rows) => rows,
+        Err(error) => {
+            eprintln!("error: process {}: {error}", runtime.process());
+            runtime.abort(1);
+        }
+    };
+    let Some(rows) = rows else { return Ok(()) };
+    let gb = |b: f64| b / 1e9;
+    println!(
+        "{} processes on {}: GB/s (bytes over time; send/recv over half the round trip)",
+        runtime.processes(),
+        runtime.host()
+    );
+    println!("bytes        MPI send/recv  job send/recv  MPI_Allreduce  job all-reduce");
+    for r in &rows {
+        println!(
+            "{:<12} {:>13.3}  {:>13.3}  {:>13.3}  {:>14.3}",
+            r.bytes,
+            gb(r.mpi_send_recv),
+            gb(r.job_send_recv),
+            gb(r.mpi_all_reduce),
+            gb(r.job_all_reduce)
+        );
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&rows)?);
+    }
+    Ok(())
+}
+
+/// Without MPI support there is nothing to measure.
+#[cfg(not(feature = "mpi"))]
+fn comm(_: &CommArgs) -> anyhow::Result<()> {
+    anyhow::bail!("this megagraph was built without MPI: build with `--features megagraph-cli/mpi`")
+}
+
+/// Runs the attention benchmark and prints what it measured beside its bound.
+fn attention(args: &AttentionArgs) -> anyhow::Result<()> {
     let shape = AttentionBench {
         nodes: args.nodes,
         heads: args.heads,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use megagraph_engine::profile::{ProfileOptions, SizedRate, profile};
+use megagraph_engine::profile::{Profile, ProfileOptions, SizedRate, profile};
 
 /// Options of `megagraph profile`.
 #[derive(Debug, Args)]
@@ -20,12 +20,33 @@ pub struct ProfileArgs {
     out: PathBuf,
 }
 
-/// Measures the devices and writes the cluster spec.
+/// Measures the devices and writes the cluster spec; under mpirun, every process's devices
+/// and the links between processes, written by process 0.
 pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
-    let measured = profile(&ProfileOptions {
+    let options = ProfileOptions {
         logical_devices: args.devices,
         device_memory: args.device_memory,
-    })?;
+    };
+    #[cfg(feature = "mpi")]
+    if megagraph_engine::comm::launched_by_mpirun() {
+        let runtime = megagraph_engine::comm::MpiRuntime::init()?;
+        let measured = match megagraph_engine::profile::profile_processes(&runtime, &options) {
+            Ok(measured) => measured,
+            Err(error) => {
+                eprintln!("error: process {}: {error}", runtime.process());
+                runtime.abort(1);
+            }
+        };
+        return match measured {
+            Some(measured) => write(args, &measured),
+            None => Ok(()),
+        };
+    }
+    write(args, &profile(&options)?)
+}
+
+/// Prints what was measured and writes the cluster spec.
+fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
     for m in &measured.measurements {
         let shared = m.shared_attention_flops.map_or(String::new(), |f| {
             format!(
@@ -48,6 +69,15 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
         link.bandwidth / 1e9,
         link.latency * 1e6
     );
+    for pair in &measured.cluster.links {
+        eprintln!(
+            "link {}–{} (MPI): {:.2} GB/s, latency {:.1} µs",
+            pair.a,
+            pair.b,
+            pair.bandwidth / 1e9,
+            pair.latency * 1e6
+        );
+    }
     let json = serde_json::to_string_pretty(&measured.cluster)?;
     std::fs::write(&args.out, json + "\n")
         .with_context(|| format!("{}: cannot write the cluster spec", args.out.display()))?;

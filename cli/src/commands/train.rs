@@ -1,19 +1,25 @@
 //! `megagraph train`: train a Graph Transformer on one device, or on several under a plan.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use megagraph_engine::{
+    comm::LocalHub,
     device::{CpuAutodiff, WgpuAutodiff, list_adapters, open_wgpu},
     graph::{Graph, Split, SplitSpec, SyntheticSpec, load_graph, split},
     model::{AttentionKernel, ModelConfig},
-    parallel::{Layout, train_parallel},
+    parallel::{CheckpointOptions, JobRun, Layout, LocalDevice, train_devices},
     train::{TrainOptions, TrainReport, train},
 };
-use megagraph_planner::{Degrees, Plan};
+use megagraph_planner::{Degrees, ParallelConfig, Plan, Stage};
 
 use crate::{plan_source, progress::EpochProgress};
+
+#[cfg(feature = "mpi")]
+mod mpi;
 
 /// The synthetic graph trained on when neither `--data` nor `--synthetic` is given.
 const DEFAULT_SYNTHETIC: &str = "sbm:1000:4";
@@ -107,6 +113,28 @@ pub struct TrainArgs {
     /// Plan these degrees (e.g. dp1-pp2-cp2) instead of searching all.
     #[arg(long, requires = "devices", conflicts_with = "plan")]
     degrees: Option<Degrees>,
+    /// Stop after N optimizer steps in all (then evaluate once); counts the steps before a
+    /// --resume.
+    #[arg(long, value_name = "N")]
+    steps: Option<usize>,
+    /// Dropout probability of the input and of every layer (default: the model's 0.5).
+    #[arg(long)]
+    dropout: Option<f64>,
+    /// Save model, optimizer state, position and records into DIR (see README, Checkpoints).
+    #[arg(long, value_name = "DIR")]
+    checkpoint: Option<PathBuf>,
+    /// Save a checkpoint after every N optimizer steps.
+    #[arg(long, value_name = "N", default_value_t = 50, requires = "checkpoint")]
+    checkpoint_every: usize,
+    /// Checkpoints kept in DIR; older ones are deleted after each save.
+    #[arg(long, value_name = "K", default_value_t = 3, requires = "checkpoint")]
+    keep_checkpoints: usize,
+    /// Continue from the newest valid checkpoint of --checkpoint DIR (under any plan).
+    #[arg(long, requires = "checkpoint")]
+    resume: bool,
+    /// Seconds a device waits for a message from another before declaring it hung or gone.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
+    comm_timeout: f64,
     /// Print the final result as one JSON object on the last line.
     #[arg(long)]
     json: bool,
@@ -120,7 +148,9 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let graph = load(args)?;
     let split_spec: SplitSpec = args.split.parse()?;
     let split = split(&graph, &split_spec, args.seed)?;
+    let dropout = args.dropout.unwrap_or(ModelConfig::new(0, 0).dropout);
     let options = TrainOptions {
+        max_steps: args.steps,
         epochs: args.epochs,
         patience: args.patience,
         learning_rate: args.lr,
@@ -132,14 +162,31 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             heads: args.heads,
             ffn_hidden: 2 * args.hidden,
             attention: args.attention.into(),
+            dropout,
+            input_dropout: dropout,
             ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
         },
         ..TrainOptions::default()
     };
     options.model_config(&graph).validate()?;
     options.validate()?;
+    if args.steps == Some(0) {
+        anyhow::bail!("--steps must be at least 1");
+    }
+    if !(args.comm_timeout > 0.0 && args.comm_timeout.is_finite()) {
+        anyhow::bail!("--comm-timeout must be a positive number of seconds");
+    }
+    let checkpoint = checkpoint_options(args);
+    checkpoint.validate()?;
+    #[cfg(feature = "mpi")]
+    if megagraph_engine::comm::launched_by_mpirun() {
+        return mpi::run(args, &graph, &split, &options, &checkpoint);
+    }
     if args.plan.is_some() || args.devices.is_some() {
-        return run_plan(args, &graph, &split, &options);
+        return run_plan(args, &graph, &split, &options, &checkpoint);
+    }
+    if checkpoint.dir.is_some() {
+        return run_one_device_plan(args, &graph, &split, &options, &checkpoint);
     }
     let wgpu_device = match args.backend {
         BackendChoice::Wgpu => Some(open_wgpu(args.adapter)?),
@@ -175,13 +222,26 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Trains under a plan over several wgpu devices.
-fn run_plan(
+/// The checkpoint options of the arguments.
+fn checkpoint_options(args: &TrainArgs) -> CheckpointOptions {
+    CheckpointOptions {
+        dir: args.checkpoint.clone(),
+        every: if args.checkpoint.is_some() {
+            args.checkpoint_every
+        } else {
+            0
+        },
+        keep: args.keep_checkpoints,
+        resume: args.resume,
+    }
+}
+
+/// The plan of the arguments (`--plan`, or planned on `--cluster` or a fresh profile).
+pub(super) fn resolve_plan(
     args: &TrainArgs,
     graph: &Graph,
-    split: &Split,
     options: &TrainOptions,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Plan> {
     if matches!(args.backend, BackendChoice::Ndarray) {
         anyhow::bail!("--plan and --devices run on wgpu devices; drop --backend ndarray");
     }
@@ -195,26 +255,137 @@ fn run_plan(
     };
     let plan = plan_source::resolve(request, &model)?;
     plan_source::check(&plan, &model)?;
+    Ok(plan)
+}
+
+/// Trains under a plan over several wgpu devices of this process.
+fn run_plan(
+    args: &TrainArgs,
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+    checkpoint: &CheckpointOptions,
+) -> anyhow::Result<()> {
+    let plan = resolve_plan(args, graph, options)?;
     let devices = plan_source::open_devices(args.adapter, args.devices)?;
     let layout = Layout::new(plan.config.clone(), devices.len(), options.model.layers)?;
-    describe(graph, split, &args.split);
-    let report_target = crate::report::ReportTarget::prepare(args.report.as_deref());
-    eprintln!(
-        "plan {} over {} devices, {} micro-batches",
-        plan.config.degrees,
-        layout.ranks().len(),
-        layout.micro_batches()
-    );
-    let mut progress = EpochProgress::new(args.epochs);
-    let mut on_epoch = |m: &_| progress.epoch(m);
-    let report =
-        train_parallel::<WgpuAutodiff>(graph, split, options, &layout, &devices, &mut on_epoch)?;
-    progress.finish();
+    let hub = LocalHub::with_timeout(layout.size(), Duration::from_secs_f64(args.comm_timeout));
+    let local = layout
+        .ranks()
+        .into_iter()
+        .map(|rank| {
+            Ok(LocalDevice::<WgpuAutodiff> {
+                rank,
+                device: devices[rank].clone(),
+                comm: Arc::new(hub.communicator(rank)?),
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let name = format!("{} wgpu devices", layout.ranks().len());
-    print_report(&report, &name, Some(&plan), args.json);
-    match report_target {
-        Some(target) => target.write(options, &report, &name, Some(&plan)),
-        None => Ok(()),
+    let run = JobRun {
+        layout: &layout,
+        checkpoint,
+    };
+    let finished = run_job(args, graph, split, options, &run, local, Some(&plan))?;
+    let finished = finished.expect("the lead device runs in this process");
+    finished.show(args, options, &name, Some(&plan))
+}
+
+/// Trains on one device through the plan executor, which saves and resumes checkpoints.
+fn run_one_device_plan(
+    args: &TrainArgs,
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+    checkpoint: &CheckpointOptions,
+) -> anyhow::Result<()> {
+    if matches!(args.backend, BackendChoice::Ndarray) {
+        anyhow::bail!("--checkpoint runs on a wgpu device; drop --backend ndarray");
+    }
+    let config = ParallelConfig {
+        degrees: "dp1-pp1-cp1".parse()?,
+        stages: vec![Stage {
+            layers: [0, options.model.layers],
+            devices: vec![vec![0]],
+        }],
+        node_shares: vec![1.0],
+        micro_batches: 1,
+    };
+    let layout = Layout::new(config, 1, options.model.layers)?;
+    let local = vec![LocalDevice::<WgpuAutodiff> {
+        rank: 0,
+        device: open_wgpu(args.adapter)?,
+        comm: Arc::new(LocalHub::new(1).communicator(0)?),
+    }];
+    let run = JobRun {
+        layout: &layout,
+        checkpoint,
+    };
+    let finished = run_job(args, graph, split, options, &run, local, None)?;
+    let finished = finished.expect("the lead device runs in this process");
+    finished.show(args, options, "1 wgpu device", None)
+}
+
+/// Trains this process's devices of `run`, showing progress where the lead device runs;
+/// returns the report there.
+pub(super) fn run_job(
+    args: &TrainArgs,
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+    run: &JobRun<'_>,
+    local: Vec<LocalDevice<WgpuAutodiff>>,
+    plan: Option<&Plan>,
+) -> anyhow::Result<Option<Finished>> {
+    let layout = run.layout;
+    let lead_here = local.iter().any(|d| d.rank == layout.device(0, 0, 0));
+    let target = lead_here
+        .then(|| crate::report::ReportTarget::prepare(args.report.as_deref()))
+        .flatten();
+    if lead_here {
+        describe(graph, split, &args.split);
+        if let Some(plan) = plan {
+            eprintln!(
+                "plan {} over {} devices, {} micro-batches",
+                plan.config.degrees,
+                layout.ranks().len(),
+                layout.micro_batches()
+            );
+        }
+    }
+    let mut progress = lead_here.then(|| EpochProgress::new(args.epochs));
+    let mut on_epoch = |m: &_| {
+        if let Some(progress) = &mut progress {
+            progress.epoch(m);
+        }
+    };
+    let report = train_devices::<WgpuAutodiff>(graph, split, options, run, local, &mut on_epoch)?;
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    Ok(report.map(|report| Finished { report, target }))
+}
+
+/// A finished run's report, and where to write its report directory.
+pub(super) struct Finished {
+    report: TrainReport,
+    target: Option<crate::report::ReportTarget>,
+}
+
+impl Finished {
+    /// Prints the report and writes the report directory when asked.
+    pub(super) fn show(
+        &self,
+        args: &TrainArgs,
+        options: &TrainOptions,
+        name: &str,
+        plan: Option<&Plan>,
+    ) -> anyhow::Result<()> {
+        print_report(&self.report, name, plan, args.json);
+        match &self.target {
+            Some(target) => target.write(options, &self.report, name, plan),
+            None => Ok(()),
+        }
     }
 }
 
@@ -289,6 +460,7 @@ fn print_report(report: &TrainReport, device: &str, plan: Option<&Plan>, json: b
                 "device": device,
                 "plan": plan.map(|p| p.config.degrees.to_string()),
                 "devices": device_rows(report, plan),
+                "step_losses": report.step_losses,
             })
         );
     }

@@ -33,4 +33,7 @@ pub enum CommError {
     /// Members disagree on the shape of a collective.
     #[error("collective mismatch: {0}")]
     Mismatch(String),
+    /// MPI could not be set up as a job needs it.
+    #[error("MPI: {0}")]
+    Mpi(String),
 }

@@ -16,26 +16,129 @@ struct Mailboxes {
     aborted: Option<String>,
 }
 
+/// The mailboxes of the ranks of one process: one queue per (sender, receiver, tag), guarded
+/// by one mutex, with a condition variable to wake receivers. The MPI communicator delivers
+/// messages from other processes into the same mailboxes.
 #[derive(Debug)]
-struct Shared {
+pub(super) struct PostOffice {
     mailboxes: Mutex<Mailboxes>,
     arrived: Condvar,
     size: usize,
     timeout: Duration,
 }
 
-impl Shared {
+impl PostOffice {
+    /// Mailboxes for a job of `size` ranks whose receivers give up after `timeout`.
+    pub(super) fn new(size: usize, timeout: Duration) -> Self {
+        Self {
+            mailboxes: Mutex::new(Mailboxes::default()),
+            arrived: Condvar::new(),
+            size,
+            timeout,
+        }
+    }
+
+    /// Ranks in the job.
+    pub(super) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// An error unless `rank` is in the job.
+    pub(super) fn check_rank(&self, rank: Rank) -> Result<(), CommError> {
+        if rank < self.size {
+            Ok(())
+        } else {
+            Err(CommError::NoSuchRank {
+                rank,
+                size: self.size,
+            })
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Mailboxes> {
         // A rank that panicked while holding the lock leaves the queues consistent (every
         // critical section is a single push, pop or flag write), so poisoning is ignored.
         self.mailboxes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An error if the job was aborted.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(super) fn check_open(&self) -> Result<(), CommError> {
+        match &self.lock().aborted {
+            Some(reason) => Err(CommError::Aborted(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues `data` from `from` for `to`, unless the job was aborted.
+    pub(super) fn deliver(
+        &self,
+        from: Rank,
+        to: Rank,
+        tag: Tag,
+        data: Vec<f32>,
+    ) -> Result<(), CommError> {
+        let mut boxes = self.lock();
+        if let Some(reason) = &boxes.aborted {
+            return Err(CommError::Aborted(reason.clone()));
+        }
+        boxes
+            .queues
+            .entry((from, to, tag))
+            .or_default()
+            .push_back(data);
+        self.arrived.notify_all();
+        Ok(())
+    }
+
+    /// The next message of `tag` from `from` to `to`, waiting until it arrives, the job is
+    /// aborted or the timeout passes.
+    pub(super) fn collect(&self, to: Rank, from: Rank, tag: Tag) -> Result<Vec<f32>, CommError> {
+        let start = Instant::now();
+        let mut boxes = self.lock();
+        loop {
+            if let Some(reason) = &boxes.aborted {
+                return Err(CommError::Aborted(reason.clone()));
+            }
+            if let Some(data) = boxes
+                .queues
+                .get_mut(&(from, to, tag))
+                .and_then(VecDeque::pop_front)
+            {
+                return Ok(data);
+            }
+            let waited = start.elapsed();
+            if waited >= self.timeout {
+                return Err(CommError::Timeout {
+                    rank: to,
+                    from,
+                    tag,
+                    seconds: waited.as_secs_f64(),
+                });
+            }
+            boxes = self
+                .arrived
+                .wait_timeout(boxes, self.timeout - waited)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Marks the job aborted (the first reason wins) and wakes every receiver. Returns whether
+    /// this call was the first.
+    pub(super) fn abort(&self, reason: String) -> bool {
+        let mut boxes = self.lock();
+        let first = boxes.aborted.is_none();
+        boxes.aborted.get_or_insert(reason);
+        self.arrived.notify_all();
+        first
     }
 }
 
 /// Creates the connected communicators of the ranks of one process.
 #[derive(Debug)]
 pub struct LocalHub {
-    shared: Arc<Shared>,
+    office: Arc<PostOffice>,
 }
 
 impl LocalHub {
@@ -47,21 +150,16 @@ impl LocalHub {
     /// A hub for `size` ranks whose receivers give up after `timeout`.
     pub fn with_timeout(size: usize, timeout: Duration) -> Self {
         Self {
-            shared: Arc::new(Shared {
-                mailboxes: Mutex::new(Mailboxes::default()),
-                arrived: Condvar::new(),
-                size,
-                timeout,
-            }),
+            office: Arc::new(PostOffice::new(size, timeout)),
         }
     }
 
     /// The communicator of `rank`.
     pub fn communicator(&self, rank: Rank) -> Result<LocalCommunicator, CommError> {
-        check_rank(rank, self.shared.size)?;
+        self.office.check_rank(rank)?;
         Ok(LocalCommunicator {
             rank,
-            shared: self.shared.clone(),
+            office: self.office.clone(),
         })
     }
 }
@@ -70,15 +168,7 @@ impl LocalHub {
 #[derive(Debug, Clone)]
 pub struct LocalCommunicator {
     rank: Rank,
-    shared: Arc<Shared>,
-}
-
-fn check_rank(rank: Rank, size: usize) -> Result<(), CommError> {
-    if rank < size {
-        Ok(())
-    } else {
-        Err(CommError::NoSuchRank { rank, size })
-    }
+    office: Arc<PostOffice>,
 }
 
 impl Communicator for LocalCommunicator {
@@ -87,63 +177,21 @@ impl Communicator for LocalCommunicator {
     }
 
     fn size(&self) -> usize {
-        self.shared.size
+        self.office.size()
     }
 
     fn send(&self, to: Rank, tag: Tag, data: Vec<f32>) -> Result<(), CommError> {
-        check_rank(to, self.shared.size)?;
-        let mut boxes = self.shared.lock();
-        if let Some(reason) = &boxes.aborted {
-            return Err(CommError::Aborted(reason.clone()));
-        }
-        boxes
-            .queues
-            .entry((self.rank, to, tag))
-            .or_default()
-            .push_back(data);
-        self.shared.arrived.notify_all();
-        Ok(())
+        self.office.check_rank(to)?;
+        self.office.deliver(self.rank, to, tag, data)
     }
 
     fn recv(&self, from: Rank, tag: Tag) -> Result<Vec<f32>, CommError> {
-        check_rank(from, self.shared.size)?;
-        let start = Instant::now();
-        let mut boxes = self.shared.lock();
-        loop {
-            if let Some(reason) = &boxes.aborted {
-                return Err(CommError::Aborted(reason.clone()));
-            }
-            if let Some(data) = boxes
-                .queues
-                .get_mut(&(from, self.rank, tag))
-                .and_then(VecDeque::pop_front)
-            {
-                return Ok(data);
-            }
-            let waited = start.elapsed();
-            if waited >= self.shared.timeout {
-                return Err(CommError::Timeout {
-                    rank: self.rank,
-                    from,
-                    tag,
-                    seconds: waited.as_secs_f64(),
-                });
-            }
-            boxes = self
-                .shared
-                .arrived
-                .wait_timeout(boxes, self.shared.timeout - waited)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        self.office.check_rank(from)?;
+        self.office.collect(self.rank, from, tag)
     }
 
     fn abort(&self, reason: &str) {
-        let mut boxes = self.shared.lock();
-        boxes
-            .aborted
-            .get_or_insert_with(|| format!("rank {}: {reason}", self.rank));
-        self.shared.arrived.notify_all();
+        self.office.abort(format!("rank {}: {reason}", self.rank));
     }
 }
 

@@ -7,15 +7,24 @@
 //! burn 0.21 (`to_device` panics), so every transfer is staged through the host anyway, and
 //! a host buffer is also what a message-passing library (MPI, the next implementation) sends.
 //!
-//! [`LocalHub`] connects the devices of one process. [`gather_rows`] is the differentiable
-//! all-gather the context-parallel model uses.
+//! [`LocalHub`] connects the devices of one process; with the `mpi` feature, [`MpiJob`]
+//! connects devices driven by different processes, on one machine or many. [`gather_rows`] is
+//! the differentiable all-gather the context-parallel model uses.
 
 mod error;
 mod local;
+#[cfg(feature = "mpi")]
+mod mpi;
+#[cfg(feature = "mpi")]
+mod mpi_measure;
 mod rows;
 
+#[cfg(feature = "mpi")]
+pub use self::mpi::{MpiCommunicator, MpiJob, MpiRuntime, launched_by_mpirun};
 pub use error::CommError;
 pub use local::{LocalCommunicator, LocalHub};
+#[cfg(feature = "mpi")]
+pub use mpi_measure::{CommBenchRow, ProcessLink, bench_comm, measure_process_links};
 pub use rows::{RowExchange, RowExchangeBackend, gather_rows};
 
 use std::fmt::Debug;
@@ -43,6 +52,36 @@ pub enum Tag {
     Barrier,
     /// Reports gathered at the end of a step (losses, timings).
     Report,
+    /// Training state gathered for a checkpoint, or sent out from one on resume.
+    Checkpoint,
+}
+
+impl Tag {
+    /// Every tag, in the order of [`Tag::index`].
+    pub const ALL: [Tag; 9] = [
+        Tag::Gather,
+        Tag::ScatterGrad,
+        Tag::GradReduce,
+        Tag::Activation,
+        Tag::ActivationGrad,
+        Tag::Broadcast,
+        Tag::Barrier,
+        Tag::Report,
+        Tag::Checkpoint,
+    ];
+
+    /// The tag's number on the wire.
+    pub fn index(self) -> usize {
+        Tag::ALL
+            .iter()
+            .position(|&t| t == self)
+            .expect("ALL lists every tag")
+    }
+
+    /// The tag numbered `index`, if any.
+    pub fn from_index(index: usize) -> Option<Tag> {
+        Tag::ALL.get(index).copied()
+    }
 }
 
 /// Point-to-point messages and collectives among ranks.
@@ -179,6 +218,32 @@ pub trait Communicator: Send + Sync + Debug {
     }
 }
 
+/// Bytes as a message: their count, then four bytes per value (little-endian `f32` bits).
+pub fn pack_bytes(bytes: &[u8]) -> Vec<f32> {
+    let mut values = vec![f32::from_bits(bytes.len() as u32)];
+    values.extend(bytes.chunks(4).map(|chunk| {
+        let mut word = [0u8; 4];
+        word[..chunk.len()].copy_from_slice(chunk);
+        f32::from_bits(u32::from_le_bytes(word))
+    }));
+    values
+}
+
+/// The bytes of a [`pack_bytes`] message, or `None` if it is not one.
+pub fn unpack_bytes(values: &[f32]) -> Option<Vec<u8>> {
+    let (count, words) = values.split_first()?;
+    let count = count.to_bits() as usize;
+    if words.len() != count.div_ceil(4) {
+        return None;
+    }
+    let mut bytes: Vec<u8> = words
+        .iter()
+        .flat_map(|w| w.to_bits().to_le_bytes())
+        .collect();
+    bytes.truncate(count);
+    Some(bytes)
+}
+
 /// `sum += part`, or an error naming `rank` if the lengths differ.
 fn add_into(sum: &mut [f32], part: &[f32], rank: Rank) -> Result<(), CommError> {
     if part.len() != sum.len() {
@@ -192,4 +257,29 @@ fn add_into(sum: &mut [f32], part: &[f32], rank: Rank) -> Result<(), CommError> 
         *s += p;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Tag, pack_bytes, unpack_bytes};
+
+    #[test]
+    fn bytes_round_trip_through_a_message_and_a_bad_one_is_refused() {
+        for bytes in [&b""[..], b"a", b"abcd", b"{\"step\": 5}"] {
+            assert_eq!(unpack_bytes(&pack_bytes(bytes)).as_deref(), Some(bytes));
+        }
+        let mut packed = pack_bytes(b"abcdefgh");
+        packed.pop();
+        assert_eq!(unpack_bytes(&packed), None, "a word missing");
+        assert_eq!(unpack_bytes(&[]), None);
+    }
+
+    #[test]
+    fn every_tag_has_its_own_wire_number() {
+        for (i, tag) in Tag::ALL.iter().enumerate() {
+            assert_eq!(tag.index(), i);
+            assert_eq!(Tag::from_index(i), Some(*tag));
+        }
+        assert_eq!(Tag::from_index(Tag::ALL.len()), None);
+    }
 }

@@ -9,6 +9,7 @@ mod layer;
 mod params;
 mod propagate;
 mod sequence;
+mod state;
 mod transfer;
 mod transformer;
 
@@ -18,6 +19,7 @@ pub use layer::GraphTransformerLayer;
 pub use params::ModelPart;
 pub use propagate::propagate;
 pub use sequence::{EdgeTensors, HostSequence, SequenceTensors};
+pub use state::{AdamMoments, ModelOptimizer, adam_moments, restore_adam};
 pub use transformer::GraphTransformer;
 
 use crate::{comm::RowExchangeBackend, kernels::BiasedAttentionBackend};

@@ -18,11 +18,13 @@
 //! [`GraphTransformer::initialised`](crate::model::GraphTransformer::initialised)). A
 //! worker that fails aborts the job on every device; the error names the rank.
 
+mod checkpointing;
 mod grads;
 mod layout;
 mod schedule;
 mod worker;
 
+pub use checkpointing::CheckpointOptions;
 pub use layout::{Layout, Role};
 pub use schedule::{Pass, one_forward_one_backward};
 pub use worker::epoch_batches;
@@ -33,19 +35,17 @@ use std::time::Instant;
 
 use crate::{
     EngineError,
-    comm::{CommError, Communicator, LocalHub},
+    comm::{CommError, Communicator, LocalHub, Rank},
     device::MemoryProbe,
     graph::{Graph, Split},
     model::{AttentionKernel, ModelBackend, ModelConfig},
-    train::{
-        DeviceRun, EpochMetrics, LabelledSequence, TrainOptions, TrainReport, build_sequences,
-    },
+    train::{EpochMetrics, LabelledSequence, TrainOptions, TrainReport, build_sequences},
 };
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use worker::{Job, Worker, WorkerOutcome};
 
 /// Trains on `graph` with `split` under `layout`, device `r` of the plan being `devices[r]`,
-/// calling `on_epoch` after every epoch.
+/// all in this process, calling `on_epoch` after every epoch.
 pub fn train_parallel<B>(
     graph: &Graph,
     split: &Split,
@@ -58,15 +58,79 @@ where
     B: AutodiffBackend + MemoryProbe + ModelBackend,
     B::InnerBackend: ModelBackend,
 {
-    let start = Instant::now();
-    let config = options.model_config(graph);
-    config.validate()?;
-    options.validate()?;
     if devices.len() < layout.size() {
         return Err(EngineError::Plan(format!(
             "the plan is for {} devices but {} were opened",
             layout.size(),
             devices.len()
+        )));
+    }
+    let hub = LocalHub::new(layout.size());
+    let local = layout
+        .ranks()
+        .into_iter()
+        .map(|rank| {
+            Ok(LocalDevice {
+                rank,
+                device: devices[rank].clone(),
+                comm: Arc::new(hub.communicator(rank)?),
+            })
+        })
+        .collect::<Result<Vec<_>, CommError>>()?;
+    let run = JobRun {
+        layout,
+        checkpoint: &CheckpointOptions::default(),
+    };
+    let report = train_devices::<B>(graph, split, options, &run, local, on_epoch)?;
+    Ok(report.expect("the lead device runs in this process"))
+}
+
+/// A device of the plan that this process drives, with its end of the job's communicator.
+#[derive(Debug)]
+pub struct LocalDevice<B: Backend> {
+    /// The device's rank in the plan.
+    pub rank: Rank,
+    /// The device.
+    pub device: B::Device,
+    /// Its communicator.
+    pub comm: Arc<dyn Communicator>,
+}
+
+/// How a job runs: its plan and its checkpoints.
+#[derive(Debug, Clone, Copy)]
+pub struct JobRun<'a> {
+    /// The plan.
+    pub layout: &'a Layout,
+    /// Where and how often state is saved, and whether the run resumes.
+    pub checkpoint: &'a CheckpointOptions,
+}
+
+/// Trains the devices `local` of `run`'s plan: every device of the plan when one process
+/// drives them all, this process's share of them under MPI (every process calls this with
+/// its own). `on_epoch` is called after every epoch in the process of the lead device
+/// (replica 0, stage 0, shard 0), which returns the report; the others return `None`.
+pub fn train_devices<B>(
+    graph: &Graph,
+    split: &Split,
+    options: &TrainOptions,
+    run: &JobRun<'_>,
+    local: Vec<LocalDevice<B>>,
+    on_epoch: &mut dyn FnMut(&EpochMetrics),
+) -> Result<Option<TrainReport>, EngineError>
+where
+    B: AutodiffBackend + MemoryProbe + ModelBackend,
+    B::InnerBackend: ModelBackend,
+{
+    let start = Instant::now();
+    let layout = run.layout;
+    let config = options.model_config(graph);
+    config.validate()?;
+    options.validate()?;
+    run.checkpoint.validate()?;
+    if let Some(device) = local.iter().find(|d| layout.role(d.rank).is_none()) {
+        return Err(EngineError::Plan(format!(
+            "device {} was given a worker but the plan does not use it",
+            device.rank
         )));
     }
     let sequences = build_sequences(
@@ -76,26 +140,21 @@ where
         config.max_distance,
         options.seed,
     )?;
-    check_shards_fit::<B>(layout, &config, &sequences, devices)?;
+    let devices: Vec<(Rank, &B::Device)> = local.iter().map(|d| (d.rank, &d.device)).collect();
+    check_shards_fit::<B>(layout, &config, &sequences, &devices)?;
     let job = Job {
         graph,
         sequences: &sequences,
         options,
         config: &config,
         layout,
+        checkpoint: run.checkpoint,
     };
-    let hub = LocalHub::new(layout.size());
     let lead = layout.device(0, 0, 0);
-    // Dropout masks come from the backend's generator, which burn keeps per process: seeded
-    // once here, a one-device run is reproducible; with several devices the workers draw from
-    // it in whatever order they run.
-    B::seed(&devices[lead], options.seed);
     let (progress, epochs) = mpsc::channel();
     let results: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
-        for rank in layout.ranks() {
-            let comm: Arc<dyn Communicator> = Arc::new(hub.communicator(rank)?);
-            let device = devices[rank].clone();
+        for LocalDevice { rank, device, comm } in local {
             let progress = (rank == lead).then(|| progress.clone());
             let job = &job;
             handles.push(scope.spawn(move || run_guarded::<B>(job, rank, device, comm, progress)));
@@ -104,18 +163,19 @@ where
         for metrics in epochs {
             on_epoch(&metrics);
         }
-        Ok::<_, EngineError>(
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .expect("worker panics are caught inside the worker")
-                })
-                .collect(),
-        )
-    })?;
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .expect("worker panics are caught inside the worker")
+            })
+            .collect()
+    });
     let outcomes = first_cause(results)?;
-    Ok(report(outcomes, lead, sequences.len(), start))
+    Ok(outcomes
+        .into_iter()
+        .find(|o| o.rank == lead)
+        .map(|lead| report(lead, sequences.len(), start)))
 }
 
 /// Checks before any work that every device can allocate the largest buffer of its shard of
@@ -129,11 +189,11 @@ fn check_shards_fit<B: MemoryProbe>(
     layout: &Layout,
     config: &ModelConfig,
     sequences: &[LabelledSequence],
-    devices: &[B::Device],
+    devices: &[(Rank, &B::Device)],
 ) -> Result<(), EngineError> {
-    for rank in layout.ranks() {
+    for &(rank, device) in devices {
         let role = layout.role(rank).expect("ranks have roles");
-        let limit = B::max_buffer_bytes(&devices[rank]);
+        let limit = B::max_buffer_bytes(device);
         for seq in sequences {
             let nodes = seq.host.nodes.len();
             let rows = layout.shard_rows(role.replica, role.stage, nodes)?[role.shard];
@@ -213,17 +273,9 @@ fn first_cause(
     Err(errors.swap_remove(index))
 }
 
-fn report(
-    outcomes: Vec<WorkerOutcome>,
-    lead: usize,
-    sequences: usize,
-    start: Instant,
-) -> TrainReport {
-    let lead_outcome = outcomes
-        .iter()
-        .find(|o| o.rank == lead)
-        .expect("the lead device runs a worker");
-    let history = lead_outcome.history.clone();
+/// The run's report from the lead worker's outcome.
+fn report(lead: WorkerOutcome, sequences: usize, start: Instant) -> TrainReport {
+    let history = lead.history;
     let best = history
         .iter()
         .fold(None::<&EpochMetrics>, |best, m| match best {
@@ -232,15 +284,7 @@ fn report(
         })
         .expect("at least one epoch ran: epochs >= 1 is validated")
         .clone();
-    let devices: Vec<DeviceRun> = outcomes
-        .iter()
-        .map(|o| DeviceRun {
-            rank: o.rank,
-            step_seconds: o.step_seconds,
-            peak_bytes: o.peak_bytes,
-            peak_in_use_bytes: o.peak_in_use.get(),
-        })
-        .collect();
+    let devices = lead.devices.unwrap_or_default();
     TrainReport {
         test_acc: best.test_acc,
         val_acc: best.val_acc,
@@ -250,8 +294,8 @@ fn report(
         seconds: start.elapsed().as_secs_f64(),
         peak_device_bytes: devices.iter().filter_map(|d| d.peak_bytes).collect(),
         sequences,
-        step_losses: lead_outcome.step_losses.clone(),
-        parameters: lead_outcome.parameters.clone().unwrap_or_default(),
+        step_losses: lead.step_losses,
+        parameters: lead.parameters.unwrap_or_default(),
         devices,
         history,
     }

@@ -20,7 +20,7 @@ use burn::{
 use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
 
 use super::{
-    Layout, Role,
+    CheckpointOptions, Layout, Role,
     grads::all_reduce_gradients,
     schedule::{Pass, one_forward_one_backward},
 };
@@ -29,8 +29,10 @@ use crate::{
     comm::{Communicator, Rank, RowExchange, Tag},
     device::MemoryProbe,
     graph::Graph,
-    model::{GraphTransformer, ModelBackend, ModelConfig, ModelPart, SequenceTensors},
-    train::{EpochMetrics, LabelledSequence, Role as NodeRole, TrainOptions},
+    model::{
+        GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart, SequenceTensors,
+    },
+    train::{DeviceRun, EpochMetrics, LabelledSequence, Role as NodeRole, TrainOptions},
 };
 
 /// What every worker reads: the data, the options and the plan.
@@ -40,6 +42,7 @@ pub(super) struct Job<'a> {
     pub options: &'a TrainOptions,
     pub config: &'a ModelConfig,
     pub layout: &'a Layout,
+    pub checkpoint: &'a CheckpointOptions,
 }
 
 /// What a worker reports when the job ends.
@@ -50,15 +53,32 @@ pub(super) struct WorkerOutcome {
     pub history: Vec<EpochMetrics>,
     /// The loss of every optimizer step (the same on every worker).
     pub step_losses: Vec<f64>,
-    /// Median wall-clock seconds of this worker's training steps (the median leaves out the
-    /// first steps' kernel compilation).
-    pub step_seconds: f64,
-    /// Peak bytes reserved by this device's memory pool, where the backend reports it.
-    pub peak_bytes: Option<u64>,
-    /// Peak bytes held by live tensors at the sampled moments.
-    pub peak_in_use: PeakTracker,
+    /// The lead worker's figures of every device of the job, in rank order.
+    pub devices: Option<Vec<DeviceRun>>,
     /// The lead worker's copy of every final parameter value, in canonical order.
     pub parameters: Option<Vec<f32>>,
+}
+
+/// Where training stands: what a checkpoint saves.
+#[derive(Debug, Default)]
+pub(super) struct Progress {
+    /// The epoch (1-based) the next step belongs to.
+    pub epoch: usize,
+    /// Batches of that epoch already taken.
+    pub batches_done: usize,
+    /// Every finished epoch's figures.
+    pub history: Vec<EpochMetrics>,
+    /// The loss of every optimizer step so far.
+    pub step_losses: Vec<f64>,
+    /// The epoch of best validation accuracy so far (early stopping).
+    pub best: Option<EpochMetrics>,
+}
+
+impl Progress {
+    /// Optimizer steps taken.
+    pub fn step(&self) -> usize {
+        self.step_losses.len()
+    }
 }
 
 /// A forward pass waiting for its backward.
@@ -82,15 +102,15 @@ enum StageEnd<B: AutodiffBackend> {
 
 /// One device's worker.
 pub(super) struct Worker<'a, B: AutodiffBackend> {
-    job: &'a Job<'a>,
-    rank: Rank,
-    role: Role,
-    part: ModelPart,
+    pub(super) job: &'a Job<'a>,
+    pub(super) rank: Rank,
+    pub(super) role: Role,
+    pub(super) part: ModelPart,
     device: B::Device,
-    comm: Arc<dyn Communicator>,
-    model: GraphTransformer<B>,
+    pub(super) comm: Arc<dyn Communicator>,
+    pub(super) model: GraphTransformer<B>,
     /// All devices of the job, for the table's gradient and the reports.
-    everyone: Vec<Rank>,
+    pub(super) everyone: Vec<Rank>,
     peak_in_use: PeakTracker,
 }
 
@@ -142,31 +162,52 @@ where
         }
     }
 
-    /// Trains for the options' epochs (or steps), evaluating after every epoch; sends each
-    /// epoch's figures to `progress` when given.
+    /// Trains for the options' epochs (or steps), from the newest checkpoint when resuming,
+    /// evaluating after every epoch and saving checkpoints when due; sends each epoch's
+    /// figures to `progress` when given.
     pub fn run(
         mut self,
         progress: Option<Sender<EpochMetrics>>,
     ) -> Result<WorkerOutcome, EngineError> {
         let options = self.job.options;
-        let mut optimizer = AdamConfig::new()
+        let mut optimizer: ModelOptimizer<B> = AdamConfig::new()
             .with_weight_decay(Some(WeightDecayConfig::new(options.weight_decay)))
-            .init::<B, GraphTransformer<B>>();
+            .init();
+        let mut state = Progress {
+            epoch: 1,
+            ..Progress::default()
+        };
+        if self.job.checkpoint.resume {
+            self.resume(&mut optimizer, &mut state)?;
+        } else {
+            self.refuse_old_checkpoints()?;
+        }
+        // The order of epoch `e` is the seed's generator after `e` shuffles of one vector.
         let mut order_rng = StdRng::seed_from_u64(options.seed);
         let mut order: Vec<usize> = (0..self.job.sequences.len()).collect();
+        for _ in 1..state.epoch {
+            order.shuffle(&mut order_rng);
+        }
         let batch = self.job.layout.batch();
-        let mut history: Vec<EpochMetrics> = Vec::new();
-        let mut step_losses = Vec::new();
         let mut step_times = Vec::new();
         let mut peak: Option<u64> = None;
-        let mut best: Option<EpochMetrics> = None;
-        'epochs: for epoch in 1..=options.epochs {
+        let done = |state: &Progress| options.max_steps.is_some_and(|max| state.step() >= max);
+        while state.epoch <= options.epochs && !done(&state) {
+            let epoch = state.epoch;
             let epoch_start = Instant::now();
             order.shuffle(&mut order_rng);
-            let first_step = step_losses.len();
-            for batch in epoch_batches(&order, batch) {
+            let first_step = state.step() - state.batches_done;
+            let batches = epoch_batches(&order, batch);
+            for batch in &batches[state.batches_done.min(batches.len())..] {
+                if done(&state) {
+                    break;
+                }
                 let start = Instant::now();
-                let (model, loss) = self.step(&batch, self.model.clone(), &mut optimizer)?;
+                B::seed(
+                    &self.device,
+                    dropout_seed(options.seed, state.step(), self.rank),
+                );
+                let (model, loss) = self.step(batch, self.model.clone(), &mut optimizer)?;
                 self.model = model;
                 step_times.push(start.elapsed().as_secs_f64());
                 if !loss.is_finite() {
@@ -174,19 +215,18 @@ where
                         "training diverged at epoch {epoch}: loss is {loss} (try a lower learning rate)"
                     )));
                 }
-                step_losses.push(loss);
+                state.step_losses.push(loss);
+                state.batches_done += 1;
                 if let Some(bytes) = B::reserved_bytes(&self.device) {
                     peak = Some(peak.map_or(bytes, |p| p.max(bytes)));
                 }
-                if options
-                    .max_steps
-                    .is_some_and(|max| step_losses.len() >= max)
-                {
-                    break;
+                fault_point(self.rank, state.step());
+                if self.job.checkpoint.due(state.step()) {
+                    self.save_checkpoint(&optimizer, &state)?;
                 }
             }
             let accuracy = self.evaluate()?;
-            let losses = &step_losses[first_step..];
+            let losses = &state.step_losses[first_step..];
             let metrics = EpochMetrics {
                 epoch,
                 loss: losses.iter().sum::<f64>() / losses.len().max(1) as f64,
@@ -199,32 +239,56 @@ where
                 // The receiver only shows progress; a closed one changes nothing.
                 let _ = progress.send(metrics.clone());
             }
-            history.push(metrics.clone());
-            if best.as_ref().is_none_or(|b| metrics.val_acc > b.val_acc) {
-                best = Some(metrics);
-            } else if best
+            state.history.push(metrics.clone());
+            state.epoch += 1;
+            state.batches_done = 0;
+            if state
+                .best
+                .as_ref()
+                .is_none_or(|b| metrics.val_acc > b.val_acc)
+            {
+                state.best = Some(metrics);
+            } else if state
+                .best
                 .as_ref()
                 .is_some_and(|b| epoch - b.epoch >= options.patience)
             {
-                break 'epochs;
-            }
-            if options
-                .max_steps
-                .is_some_and(|max| step_losses.len() >= max)
-            {
-                break 'epochs;
+                break;
             }
         }
         let parameters = self.collect_parameters()?;
-        Ok(WorkerOutcome {
+        let run = DeviceRun {
             rank: self.rank,
             step_seconds: median(&mut step_times),
-            history,
-            step_losses,
             peak_bytes: peak,
-            peak_in_use: self.peak_in_use.clone(),
+            peak_in_use_bytes: self.peak_in_use.get(),
+        };
+        let devices = self.collect_device_runs(run)?;
+        Ok(WorkerOutcome {
+            rank: self.rank,
+            history: state.history,
+            step_losses: state.step_losses,
+            devices,
             parameters,
         })
+    }
+
+    /// Every device's figures on the lead, in rank order (`None` elsewhere).
+    fn collect_device_runs(&self, mine: DeviceRun) -> Result<Option<Vec<DeviceRun>>, EngineError> {
+        let lead = self.job.layout.device(0, 0, 0);
+        if self.rank != lead {
+            self.comm.send(lead, Tag::Report, encode_run(&mine))?;
+            return Ok(None);
+        }
+        let mut runs = Vec::new();
+        for &rank in &self.everyone {
+            runs.push(if rank == lead {
+                mine.clone()
+            } else {
+                decode_run(rank, &self.comm.recv(rank, Tag::Report)?)?
+            });
+        }
+        Ok(Some(runs))
     }
 
     /// One optimizer step over `batch` (sequence indices, `dp × micro_batches`): this
@@ -541,6 +605,80 @@ where
     }
 }
 
+/// The dropout seed of step `step` on device `rank`: a function of the run's seed and the
+/// position alone, so a resumed run draws the masks the uninterrupted one drew.
+fn dropout_seed(seed: u64, step: usize, rank: Rank) -> u64 {
+    // SplitMix64's odd constants keep nearby (step, rank) pairs far apart.
+    seed ^ (step as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (rank as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+}
+
+/// The failure injection the fault tests use: with `MEGAGRAPH_FAULT=kill:RANK:STEP` (or
+/// `hang:RANK:STEP`), device `RANK` kills its process with SIGKILL (or stops answering) right
+/// after step `STEP`. Unset, it does nothing.
+fn fault_point(rank: Rank, step: usize) {
+    let Ok(spec) = std::env::var("MEGAGRAPH_FAULT") else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [kind, at_rank, at_step] = parts[..] else {
+        return;
+    };
+    if at_rank.parse() != Ok(rank) || at_step.parse() != Ok(step) {
+        return;
+    }
+    match kind {
+        "kill" => {
+            eprintln!("MEGAGRAPH_FAULT: device {rank} kills its process after step {step}");
+            // SAFETY: kill(2) on our own pid has no memory-safety preconditions.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+        "hang" => {
+            eprintln!("MEGAGRAPH_FAULT: device {rank} hangs after step {step}");
+            loop {
+                std::thread::park();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A device's figures as a message: step seconds, peak reserved and peak in use, each as the
+/// two halves of its 64 bits (`u64::MAX`: not measured).
+fn encode_run(run: &DeviceRun) -> Vec<f32> {
+    [
+        run.step_seconds.to_bits(),
+        run.peak_bytes.unwrap_or(u64::MAX),
+        run.peak_in_use_bytes.unwrap_or(u64::MAX),
+    ]
+    .into_iter()
+    .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)])
+    .collect()
+}
+
+/// The figures of `rank` from [`encode_run`]'s message.
+fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
+    let words: Vec<u64> = message
+        .chunks(2)
+        .map(|w| w[0].to_bits() as u64 | (w.get(1).map_or(0, |h| h.to_bits()) as u64) << 32)
+        .collect();
+    let [seconds, peak, in_use] = words[..] else {
+        return Err(EngineError::Plan(format!(
+            "device {rank} sent a report of {} values, expected 6",
+            message.len()
+        )));
+    };
+    let measured = |v: u64| (v != u64::MAX).then_some(v);
+    Ok(DeviceRun {
+        rank,
+        step_seconds: f64::from_bits(seconds),
+        peak_bytes: measured(peak),
+        peak_in_use_bytes: measured(in_use),
+    })
+}
+
 /// The median of `values` (0 when empty).
 fn median(values: &mut [f64]) -> f64 {
     if values.is_empty() {
@@ -570,7 +708,24 @@ pub fn epoch_batches(order: &[usize], batch: usize) -> Vec<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{epoch_batches, median};
+    use super::{DeviceRun, decode_run, encode_run, epoch_batches, median};
+
+    #[test]
+    fn a_device_report_round_trips_through_a_message() {
+        let run = DeviceRun {
+            rank: 3,
+            step_seconds: 0.123_456_789,
+            peak_bytes: Some(5_000_000_123),
+            peak_in_use_bytes: None,
+        };
+        let back = decode_run(3, &encode_run(&run)).expect("six values");
+        assert_eq!(back.step_seconds, run.step_seconds);
+        assert_eq!(
+            (back.peak_bytes, back.peak_in_use_bytes),
+            (run.peak_bytes, None)
+        );
+        assert!(decode_run(3, &[0.0; 4]).is_err());
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {

@@ -1,9 +1,9 @@
 //! What training reports, per epoch and at the end.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Figures of one epoch.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EpochMetrics {
     /// 1-based epoch number.
     pub epoch: usize,
