@@ -13,10 +13,11 @@
 //   8 d_k      vec4<f32> [heads, keys, head_dim / 4]   gradient of the keys (written)
 //   9 d_v      vec4<f32> [heads, keys, head_dim / 4]   gradient of the values (written)
 //  10 params   Params
-// Dispatch, once per block of pair rows: workgroups (ceil(keys / (64 * ROWS)), heads, 1); one
-// invocation per ROWS consecutive key columns of one head, over the block's query rows; the
-// first block writes d_k and d_v, later ones (accumulate = 1) add to them.
-// HEAD_DIM and BUCKETS are specialised by the host before compilation.
+// Dispatch, once per block of pair rows: workgroups (x, y, heads) with
+// x · y ≥ ceil(keys / (64 · ROWS)); invocation gid.x + gid.y · (64 · x) takes ROWS consecutive
+// key columns of head gid.z, over the block's query rows; the first block writes d_k and d_v,
+// later ones (accumulate = 1) add to them.
+// HEAD_DIM and BUCKETS are specialised by the host before compilation; ROWS is fixed here.
 
 struct Params {
     heads: u32,
@@ -65,10 +66,14 @@ fn bias(table_base: u32, bucket: u32) -> f32 {
 }
 
 @compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
     let keys = params.keys;
-    let head = gid.y;
-    let first = gid.x * ROWS;
+    let head = gid.z;
+    let invocation = gid.x + gid.y * groups.x * 64u;
+    let first = invocation * ROWS;
     let query_base = head * params.rows * VEC;
     let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
@@ -105,11 +110,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         let row_lse = lse[head * params.rows + row];
         let row_delta = delta[head * params.rows + row];
-        // The ROWS buckets of this row lie in two consecutive words from the first column's.
+        // The ROWS buckets of this row lie in the first column's word and, when they cross
+        // into it, the next one. Only then is it read: it holds a pair of the block and so
+        // lies inside the binding (on a block's last row it may be the block's last word).
         let first_pair = (row - params.row_start) * keys + cols[0];
         let word = first_pair >> 2u;
         let low = pairs[word];
-        let high = pairs[word + 1u];
+        var high = 0u;
+        if ((first_pair & 3u) + (cols[ROWS - 1u] - cols[0]) >= 4u) {
+            high = pairs[word + 1u];
+        }
         for (var r = 0u; r < ROWS; r++) {
             let at = (first_pair & 3u) + (cols[r] - cols[0]);
             let bucket = (select(low, high, at >= 4u) >> ((at & 3u) * 8u)) & 0xffu;

@@ -14,9 +14,10 @@
 //   9 d_bias   f32 [heads, rows, buckets]    per-row partial sums of the bias-table gradient (written;
 //                                            the host sums over rows: no S×S buffer, no atomics)
 //  10 params   Params
-// Dispatch, once per block of pair rows: workgroups (ceil(row_count / (64 * ROWS)), heads, 1);
-// one invocation per ROWS consecutive query rows of the block, of one head.
-// HEAD_DIM and BUCKETS are specialised by the host before compilation.
+// Dispatch, once per block of pair rows: workgroups (x, y, heads) with
+// x · y ≥ ceil(row_count / (64 · ROWS)); invocation gid.x + gid.y · (64 · x) takes ROWS
+// consecutive query rows of the block, of head gid.z.
+// HEAD_DIM and BUCKETS are specialised by the host before compilation; ROWS is fixed here.
 
 struct Params {
     heads: u32,
@@ -71,10 +72,14 @@ fn bias(table_base: u32, bucket: u32) -> f32 {
 }
 
 @compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
     let keys = params.keys;
-    let head = gid.y;
-    let first = params.row_start + gid.x * ROWS;
+    let head = gid.z;
+    let invocation = gid.x + gid.y * groups.x * 64u;
+    let first = params.row_start + invocation * ROWS;
     let last = params.row_start + params.row_count - 1u;
     let query_base = head * params.rows * VEC;
     let key_base_of_head = head * keys * VEC;

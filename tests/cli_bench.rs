@@ -43,5 +43,7 @@ fn bench_attention_reports_the_contract() -> TestResult {
 fn bench_attention_rejects_a_head_dim_the_kernel_cannot_read() -> TestResult {
     let run = megagraph(&["bench", "attention", "--nodes", "64", "--head-dim", "6"])?;
     assert_one_line_error(&run, Some(1), &["--head-dim (6)", "multiple of 4"]);
+    let run = megagraph(&["bench", "attention", "--nodes", "64", "--head-dim", "72"])?;
+    assert_one_line_error(&run, Some(1), &["--head-dim (72)", "up to 68"]);
     Ok(())
 }

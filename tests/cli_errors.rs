@@ -355,3 +355,139 @@ fn ogb_directory_missing_a_table() -> TestResult {
     assert_one_line_error(&run, Some(1), &["missing edge.csv"]);
     Ok(())
 }
+
+#[test]
+fn head_dim_beyond_the_fused_kernels_arrays() -> TestResult {
+    let run = megagraph(&[
+        "train",
+        "--backend",
+        "ndarray",
+        "--synthetic",
+        "sbm:20:2",
+        "--hidden",
+        "144",
+        "--heads",
+        "2",
+    ])?;
+    assert_one_line_error(&run, Some(1), &["(hidden / heads = 72)", "at most 68"]);
+    Ok(())
+}
+
+/// A timeout too long for a `Duration` is refused in one line (it used to pass the check and
+/// panic in `Duration::from_secs_f64`).
+#[test]
+fn comm_timeout_beyond_a_duration() -> TestResult {
+    let run = megagraph(&[
+        "train",
+        "--backend",
+        "ndarray",
+        "--synthetic",
+        "sbm:20:2",
+        "--devices",
+        "2",
+        "--comm-timeout",
+        "1e30",
+    ])?;
+    assert_one_line_error(&run, Some(1), &["--comm-timeout", "1e30"]);
+    Ok(())
+}
+
+/// A learning rate that blows the parameters up ends in one line that says training diverged,
+/// as its own error, not as invalid options.
+#[test]
+fn a_diverged_loss_is_reported_as_divergence() -> TestResult {
+    let run = megagraph(&[
+        "train",
+        "--backend",
+        "ndarray",
+        "--synthetic",
+        "sbm:60:2",
+        "--seq-len",
+        "20",
+        "--epochs",
+        "2",
+        "--hidden",
+        "8",
+        "--heads",
+        "2",
+        "--layers",
+        "1",
+        "--lr",
+        "1e30",
+    ])?;
+    // Training has started (the graph's description is the first line): the error is the last.
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(!run.stderr.contains("panicked"), "{}", run.describe());
+    let last = run.stderr_lines().last().copied().unwrap_or_default();
+    assert!(
+        last.starts_with("error: training diverged at epoch 1")
+            && last.contains("lower learning rate")
+            && !last.contains("invalid training options"),
+        "{}",
+        run.describe()
+    );
+    Ok(())
+}
+
+/// Asserts that no clause (the parts of `line` between `: `) appears twice: each cause of an
+/// error is printed once.
+pub(crate) fn assert_no_repeated_clause(line: &str) {
+    let clauses: Vec<&str> = line.split(": ").map(str::trim).collect();
+    for (i, clause) in clauses.iter().enumerate() {
+        assert!(
+            !clauses[i + 1..].contains(clause),
+            "the clause {clause:?} repeats in: {line}"
+        );
+    }
+}
+
+#[test]
+fn no_error_line_repeats_a_clause() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let model = crate::common::workspace_root().join("examples/models/cora-gt.json");
+    let model = model.to_str().ok_or("path is not UTF-8")?;
+    let malformed = dir.path().join("c.json");
+    std::fs::write(&malformed, r#"{"schema_version": 1, "devices": [}"#)?;
+    let zero_flops = dir.path().join("zero.json");
+    std::fs::write(
+        &zero_flops,
+        r#"{"schema_version": 1, "devices": [{"name": "a", "memory_bytes": 1e9, "flops": 0, "mem_bandwidth": 1e9}], "link": {"bandwidth": 1e9, "latency": 1e-6}}"#,
+    )?;
+    let absent = dir.path().join("absent.json");
+    let mut runs = Vec::new();
+    for (cluster, needle) in [
+        (&malformed, "expected value"),
+        (&zero_flops, "flops must be > 0"),
+        (&absent, "cannot read"),
+    ] {
+        let cluster = cluster.to_str().ok_or("path is not UTF-8")?;
+        let run = megagraph(&["plan", "--cluster", cluster, "--model", model])?;
+        assert_one_line_error(&run, Some(1), &[needle]);
+        runs.push(run);
+    }
+    runs.push(train_ndarray_on(&dir.path().join("absent.npz"), &[])?);
+    for run in &runs {
+        let lines = run.stderr_lines();
+        assert_no_repeated_clause(lines.first().ok_or("no error line")?);
+    }
+    Ok(())
+}
+
+#[test]
+fn synthetic_graph_beyond_memory_is_refused_before_it_is_generated() -> TestResult {
+    let start = std::time::Instant::now();
+    let run = megagraph(&[
+        "train",
+        "--backend",
+        "ndarray",
+        "--synthetic",
+        "sbm:1000000000000:4",
+    ])?;
+    assert_one_line_error(
+        &run,
+        Some(1),
+        &["sbm:1000000000000:4", "needs about", "available"],
+    );
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    Ok(())
+}

@@ -1,8 +1,9 @@
 //! `mpirun -np N megagraph …` on localhost (built with the `mpi` feature): plans across
 //! processes train like the same plan in one process, checkpoints resume a run killed with
 //! SIGKILL (also under another plan), a corrupted checkpoint is refused for the previous good
-//! one, a hung process ends the job with its rank named, and `profile` measures every
-//! process into one cluster spec. Without `mpirun` on the PATH these tests fail: the feature
+//! one, a hung process ends the job with its rank named, `profile` measures every process
+//! into one cluster spec, and `train` without a plan profiles and plans across the processes
+//! (a refusal before the job is one line from process 0, without an abort). Without `mpirun` on the PATH these tests fail: the feature
 //! is on only where Open MPI is installed (CI installs it).
 
 use std::path::{Path, PathBuf};
@@ -402,13 +403,38 @@ fn profile_under_mpirun_measures_every_process_and_the_link_between() -> TestRes
 }
 
 #[test]
-fn train_under_mpirun_without_a_placement_is_refused() -> TestResult {
-    let run = mpirun(2, &train_args(&["--devices", "2", "--steps", "1"]), &[])?;
-    assert_ne!(run.code, Some(0), "{}", run.describe());
+fn train_under_mpirun_without_a_plan_profiles_plans_and_refuses_once() -> TestResult {
+    if !have_adapter("train_under_mpirun_without_a_plan_profiles_plans_and_refuses_once")? {
+        return Ok(());
+    }
+    let run = mpirun(2, &train_args(&["--steps", "1", "--json"]), &[])?;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
     assert!(
-        run.stderr.contains("under mpirun, train needs --plan"),
+        run.stderr.contains("planned ") && run.stderr.contains("over 2 processes' devices"),
         "{}",
         run.describe()
     );
+    let report: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
+    assert_eq!(
+        report["devices"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    // A refusal before the job: one line from process 0, no abort.
+    let refused = mpirun(2, &train_args(&["--epochs", "0"]), &[])?;
+    assert_ne!(refused.code, Some(0), "{}", refused.describe());
+    let errors: Vec<&str> = (refused.stderr.lines())
+        .filter(|l| l.starts_with("error:") && !l.contains("XDG_RUNTIME_DIR"))
+        .collect();
+    assert_eq!(
+        errors,
+        ["error: invalid training options: epochs must be at least 1"],
+        "{}",
+        refused.describe()
+    );
+    for noise in ["MPI_ABORT", "ORTE_ERROR_LOG"] {
+        assert!(!refused.stderr.contains(noise), "{}", refused.describe());
+    }
     Ok(())
 }

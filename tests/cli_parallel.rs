@@ -205,3 +205,20 @@ fn devices_without_a_plan_profile_and_plan_first() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn a_cluster_spec_alone_is_planned_on() -> TestResult {
+    // Devices too small for the model: planning on the spec refuses it, before any device
+    // work (so this needs no adapter), which shows `--cluster` needs no `--devices`.
+    let dir = tempfile::tempdir()?;
+    plan_cluster(dir.path(), &[0, 0], 8e9, None)?;
+    let path = dir.path().join("cluster-best.json");
+    let mut cluster: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    for device in cluster["devices"].as_array_mut().ok_or("devices")? {
+        device["memory_bytes"] = serde_json::json!(1e5);
+    }
+    std::fs::write(&path, cluster.to_string())?;
+    let run = train(&["--cluster", path.to_str().ok_or("temp path is not UTF-8")?])?;
+    assert_one_line_error(&run, Some(1), &["no configuration fits"]);
+    Ok(())
+}

@@ -146,7 +146,7 @@ fn forward_backward<B: AutodiffBackend + ModelBackend>(
     config: &ModelConfig,
     device: &B::Device,
 ) -> Result<Outcome, TestError> {
-    let seq = host.to_device::<B>(graph, config.max_degree, device);
+    let seq = host.to_device::<B>(graph, config, device);
     let logits = model.forward(&seq);
     let labels: Vec<i32> = host
         .nodes
@@ -241,7 +241,7 @@ fn check_backends_agree(
         ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
     };
     config.validate()?;
-    let host = HostSequence::new(&graph, (0..NODES as u32).collect(), config.max_distance);
+    let host = HostSequence::new(&graph, (0..NODES as u32).collect(), &config);
 
     let cpu = Default::default();
     CpuAutodiff::seed(&cpu, 5);

@@ -23,9 +23,9 @@ use megagraph_engine::{
     graph::{Graph, Split, SplitSpec, SyntheticSpec, split},
     model::{AttentionKernel, GraphTransformer, ModelConfig},
     parallel::{Layout, epoch_batches, train_parallel},
-    train::{TrainOptions, TrainReport, build_sequences},
+    train::{TrainOptions, TrainReport, build_sequences, measure_sequences},
 };
-use megagraph_planner::{ParallelConfig, Stage};
+use megagraph_planner::{HaloSpec, ModelSpec, ParallelConfig, Stage};
 use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
 
 use crate::common::{TestError, TestResult, wgpu_device, wgpu_logical_devices};
@@ -33,7 +33,26 @@ use crate::common::{TestError, TestResult, wgpu_device, wgpu_logical_devices};
 const STEPS: usize = 5;
 const TOLERANCE: f64 = 1e-4;
 
-fn setup() -> Result<(Graph, Split, TrainOptions), TestError> {
+/// The model's attention: full, or a hops scope with global tokens.
+#[derive(Debug, Clone, Copy)]
+struct Scope {
+    scope: &'static str,
+    tokens: usize,
+}
+
+/// The full scope.
+const FULL: Scope = Scope {
+    scope: "full",
+    tokens: 0,
+};
+
+/// Two hops, at most 8 near pairs per row (hubs hit it), one global token.
+const HOPS: Scope = Scope {
+    scope: "hops:2:8",
+    tokens: 1,
+};
+
+fn setup(scope: Scope) -> Result<(Graph, Split, TrainOptions), TestError> {
     let graph = "sbm:400:3".parse::<SyntheticSpec>()?.generate(3)?;
     let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, 3)?;
     let options = TrainOptions {
@@ -48,6 +67,8 @@ fn setup() -> Result<(Graph, Split, TrainOptions), TestError> {
             ffn_hidden: 32,
             dropout: 0.0,
             input_dropout: 0.0,
+            scope: scope.scope.parse()?,
+            global_tokens: scope.tokens,
             ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
         },
         ..TrainOptions::default()
@@ -64,13 +85,7 @@ fn reference(
     device: &WgpuDevice,
 ) -> Result<(Vec<f64>, Vec<f32>), TestError> {
     let config = options.model_config(graph);
-    let sequences = build_sequences(
-        graph,
-        split,
-        options.seq_len,
-        config.max_distance,
-        options.seed,
-    )?;
+    let sequences = build_sequences(graph, split, options.seq_len, &config, options.seed)?;
     let mut model = GraphTransformer::<WgpuAutodiff>::initialised(&config, options.seed, device);
     let mut optimizer = AdamConfig::new()
         .with_weight_decay(Some(WeightDecayConfig::new(options.weight_decay)))
@@ -83,19 +98,19 @@ fn reference(
         let mut accumulator = GradientsAccumulator::<GraphTransformer<WgpuAutodiff>>::new();
         let mut loss_sum = 0.0;
         for &index in &step {
-            let seq = &sequences[index];
+            let seq = sequences.get(index);
             assert!(
                 !seq.train.is_empty(),
                 "every test sequence has training nodes"
             );
-            let tensors = seq
-                .host
-                .to_device::<WgpuAutodiff>(graph, config.max_degree, device);
+            let tensors = sequences
+                .host(index, graph)
+                .to_device::<WgpuAutodiff>(graph, &config, device);
             let positions: Vec<i32> = seq.train.iter().map(|&p| p as i32).collect();
             let labels: Vec<i32> = seq
                 .train
                 .iter()
-                .map(|&p| graph.labels()[seq.host.nodes[p as usize] as usize] as i32)
+                .map(|&p| graph.labels()[seq.nodes[p as usize] as usize] as i32)
                 .collect();
             let count = positions.len();
             let positions = Tensor::<WgpuAutodiff, 1, Int>::from_data(
@@ -135,9 +150,10 @@ fn plan(
 
 fn run_plan(
     config: ParallelConfig,
+    scope: Scope,
     devices: &[WgpuDevice],
 ) -> Result<(TrainReport, usize), TestError> {
-    let (graph, split, options) = setup()?;
+    let (graph, split, options) = setup(scope)?;
     let layout = Layout::new(config, devices.len(), options.model.layers)?;
     let report =
         train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
@@ -145,14 +161,18 @@ fn run_plan(
 }
 
 fn check_equivalent(name: &str, config: ParallelConfig) -> TestResult {
+    check_equivalent_in(name, config, FULL)
+}
+
+fn check_equivalent_in(name: &str, config: ParallelConfig, scope: Scope) -> TestResult {
     let Some(devices) = wgpu_logical_devices(name)? else {
         return Ok(());
     };
     let Some(device) = wgpu_device(name)? else {
         return Ok(());
     };
-    let (report, batch) = run_plan(config, &devices)?;
-    let (graph, split, options) = setup()?;
+    let (report, batch) = run_plan(config, scope, &devices)?;
+    let (graph, split, options) = setup(scope)?;
     let (losses, parameters) = reference(&graph, &split, &options, batch, &device)?;
     assert_eq!(report.step_losses.len(), STEPS, "{name}: steps run");
     for (step, (got, want)) in report.step_losses.iter().zip(&losses).enumerate() {
@@ -180,7 +200,7 @@ fn check_equivalent(name: &str, config: ParallelConfig) -> TestResult {
         "{name}: parameter {at} differs by {worst:e} (scale {scale:e})"
     );
     // The run must have moved the parameters, or the comparison could not fail.
-    let (graph, _, options) = setup()?;
+    let (graph, _, options) = setup(scope)?;
     let initial = GraphTransformer::<WgpuAutodiff>::initialised(
         &options.model_config(&graph),
         options.seed,
@@ -277,6 +297,51 @@ fn pipeline_and_context_parallel_match_one_device() -> TestResult {
             vec![0.6, 0.4, 0.5, 0.5],
             2,
         ),
+    )
+}
+
+#[test]
+fn hops_context_parallel_matches_one_device() -> TestResult {
+    check_equivalent_in(
+        "hops cp2",
+        plan(
+            "dp1-pp1-cp2",
+            vec![stage([0, 4], vec![vec![0, 1]])],
+            vec![0.5, 0.5],
+            1,
+        ),
+        HOPS,
+    )
+}
+
+#[test]
+fn hops_context_parallel_with_uneven_shares_matches_one_device() -> TestResult {
+    check_equivalent_in(
+        "hops cp2 shares 2:1",
+        plan(
+            "dp1-pp1-cp2",
+            vec![stage([0, 4], vec![vec![1, 0]])],
+            vec![1.0 / 3.0, 2.0 / 3.0],
+            1,
+        ),
+        HOPS,
+    )
+}
+
+#[test]
+fn hops_pipeline_and_context_parallel_match_one_device() -> TestResult {
+    check_equivalent_in(
+        "hops pp2-cp2",
+        plan(
+            "dp1-pp2-cp2",
+            vec![
+                stage([0, 2], vec![vec![0, 1]]),
+                stage([2, 4], vec![vec![2, 3]]),
+            ],
+            vec![0.6, 0.4, 0.5, 0.5],
+            2,
+        ),
+        HOPS,
     )
 }
 
@@ -382,6 +447,9 @@ fn a_sequence_too_long_for_one_device_trains_with_context_parallelism() -> TestR
     // one-byte pair buckets in blocks, so no binding limits them.)
     let (graph, split, mut options) = one_sequence_step(6_000, 4, 16, 2)?;
     options.model.attention = AttentionKernel::Reference;
+    // No dropout: each device draws its own masks, and the loss is compared below.
+    options.model.dropout = 0.0;
+    options.model.input_dropout = 0.0;
     let single = Layout::new(
         plan(
             "dp1-pp1-cp1",
@@ -420,10 +488,139 @@ fn a_sequence_too_long_for_one_device_trains_with_context_parallelism() -> TestR
     let report =
         train_parallel::<WgpuAutodiff>(&graph, &split, &options, &sharded, &devices, &mut |_| {})?;
     assert_eq!(report.step_losses.len(), 1);
+    // An independent computation of the same step: one device, the fused kernels (no S²
+    // float buffer, no row blocks, no exchange between shards).
+    let mut fused = options.clone();
+    fused.model.attention = AttentionKernel::Fused;
+    let alone = train_parallel::<WgpuAutodiff>(
+        &graph,
+        &split,
+        &fused,
+        &single,
+        &devices[..1],
+        &mut |_| {},
+    )?;
+    let (got, want) = (report.step_losses[0], alone.step_losses[0]);
+    eprintln!("S = 6000, first-step loss: cp4 reference {got}, one device fused {want}");
     assert!(
-        report.step_losses[0].is_finite() && report.step_losses[0] > 0.0,
-        "{:?}",
-        report.step_losses
+        want.is_finite() && want > 0.0 && (got - want).abs() <= TOLERANCE * want,
+        "cp4 first-step loss {got} vs one device's fused {want}"
     );
+    Ok(())
+}
+
+/// The bytes each device sent in its training steps against what the planner predicts for the
+/// same plan, from the engine's own counters: the CP exchanges of either scope (ring all-gather
+/// and reduce-scatter, or halo rows and their gradients, and the tokens' partials), the stage
+/// transfers, the gradient all-reduces, the loss. One sequence, so every step moves the same.
+#[test]
+fn the_planner_predicts_the_bytes_every_device_sends() -> TestResult {
+    let Some(devices) = wgpu_logical_devices("the_planner_predicts_the_bytes_every_device_sends")?
+    else {
+        return Ok(());
+    };
+    let graph = "sbm:160:3".parse::<SyntheticSpec>()?.generate(2)?;
+    let split = split(&graph, &"random:0.6:0.2".parse::<SplitSpec>()?, 2)?;
+    let cases = [
+        (
+            FULL,
+            plan(
+                "dp1-pp1-cp2",
+                vec![stage([0, 2], vec![vec![0, 1]])],
+                vec![0.5; 2],
+                1,
+            ),
+        ),
+        (
+            HOPS,
+            plan(
+                "dp1-pp1-cp2",
+                vec![stage([0, 2], vec![vec![0, 1]])],
+                vec![0.5; 2],
+                1,
+            ),
+        ),
+        (
+            FULL,
+            plan(
+                "dp2-pp1-cp1",
+                vec![stage([0, 2], vec![vec![0], vec![1]])],
+                vec![1.0; 2],
+                1,
+            ),
+        ),
+        (
+            HOPS,
+            plan(
+                "dp1-pp2-cp1",
+                vec![stage([0, 1], vec![vec![0]]), stage([1, 2], vec![vec![1]])],
+                vec![1.0; 2],
+                2,
+            ),
+        ),
+    ];
+    let cluster = megagraph_planner::ClusterSpec::from_json(
+        r#"{"schema_version": 1, "devices": [
+            {"name": "a", "memory_bytes": 1e10, "flops": 1e9, "mem_bandwidth": 1e9},
+            {"name": "b", "memory_bytes": 1e10, "flops": 1e9, "mem_bandwidth": 1e9}],
+            "link": {"bandwidth": 1e9, "latency": 1e-4}}"#,
+    )?;
+    for (scope, config) in cases {
+        let name = format!("{} {}", config.degrees, scope.scope);
+        let (_, _, mut options) = setup(scope)?;
+        options.seq_len = graph.num_nodes();
+        options.max_steps = Some(2);
+        options.epochs = 2;
+        options.model.layers = 2;
+        let model_config = options.model_config(&graph);
+        let figures =
+            measure_sequences(&graph, options.seq_len, options.seed, &model_config, &[2])?;
+        let model = ModelSpec {
+            layers: 2,
+            hidden: model_config.hidden,
+            heads: model_config.heads,
+            ffn_hidden: model_config.ffn_hidden,
+            features: model_config.features,
+            classes: model_config.classes,
+            seq_len: graph.num_nodes(),
+            num_sequences: 1,
+            max_distance: model_config.max_distance as usize,
+            bytes_per_element: 4,
+            scope: model_config.scope,
+            global_tokens: model_config.global_tokens,
+            pairs_per_node: figures.pairs_per_node,
+            edges_per_node: figures.edges_per_node,
+            halo: figures
+                .halo
+                .iter()
+                .map(|&(cp, fraction)| HaloSpec { cp, fraction })
+                .collect(),
+            ..ModelSpec::full_scope()
+        };
+        let predicted = megagraph_planner::predict(&cluster, &model, &config);
+        let layout = Layout::new(config, 2, 2)?;
+        let report = train_parallel::<WgpuAutodiff>(
+            &graph,
+            &split,
+            &options,
+            &layout,
+            &devices[..2],
+            &mut |_| {},
+        )?;
+        for run in &report.devices {
+            let want = predicted.devices[run.rank].sent_bytes;
+            let got = run.step_sent_bytes;
+            eprintln!(
+                "{name}: device {} sent {got} bytes per step, predicted {want}",
+                run.rank
+            );
+            assert!(got > 0.0, "{name}: device {} sent nothing", run.rank);
+            assert!(
+                (got - want).abs() <= 1e-3 * want,
+                "{name}: device {} sent {got} bytes per step, the planner predicts {want}",
+                run.rank
+            );
+        }
+    }
     Ok(())
 }

@@ -3,15 +3,19 @@
 //! Tests that need a wgpu adapter skip loudly without one, or fail when
 //! `MEGAGRAPH_REQUIRE_ADAPTER=1` (as CI sets it).
 
+mod bounds_check;
 mod cli_bench;
 mod cli_errors;
 #[cfg(feature = "mpi")]
 mod cli_mpi;
 mod cli_parallel;
 mod cli_plan;
+mod cli_predict;
 mod cli_report;
 mod cli_train;
 mod common;
+mod hops_kernels;
+mod hops_scope;
 mod kernels;
 mod model_backends;
 mod parallel;

@@ -1,6 +1,7 @@
 //! `megagraph`: train Graph Transformers on large graphs across whatever GPUs a lab has.
 
 mod commands;
+mod data;
 mod plan_source;
 mod progress;
 mod report;
@@ -23,6 +24,10 @@ enum Command {
     Devices(commands::devices::DevicesArgs),
     /// Train a Graph Transformer (on the embedded synthetic graph by default).
     Train(Box<commands::train::TrainArgs>),
+    /// Predict every node's class with a trained model (a checkpoint or saved model).
+    Predict(Box<commands::predict::PredictArgs>),
+    /// Score a trained model on the train, validation and test nodes of a split.
+    Evaluate(Box<commands::evaluate::EvaluateArgs>),
     /// Benchmark a kernel against its reference.
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
@@ -40,12 +45,16 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Devices(args) => commands::devices::run(&args),
         Command::Train(args) => commands::train::run(&args),
+        Command::Predict(args) => commands::predict::run(&args),
+        Command::Evaluate(args) => commands::evaluate::run(&args),
         Command::Plan(args) => commands::plan::run(&args),
         Command::Profile(args) => commands::profile::run(&args),
         Command::Bench(command) => commands::bench::run(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        #[cfg(feature = "mpi")]
+        Err(e) if e.is::<commands::RefusedElsewhere>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {}", commands::one_line(&e));
             ExitCode::FAILURE

@@ -253,6 +253,8 @@ mod tests {
                     step_seconds: 1.5,
                     peak_bytes: Some(peak),
                     peak_in_use_bytes: None,
+                    sent_bytes_per_step: 0.0,
+                    step_sent_bytes: 0.0,
                 })
                 .collect(),
             peak_device_bytes: peaks,
@@ -288,6 +290,8 @@ mod tests {
             step_seconds: 1.5,
             peak_bytes: None,
             peak_in_use_bytes: None,
+            sent_bytes_per_step: 0.0,
+            step_sent_bytes: 0.0,
         });
         let cpu = training_run(&options, &cpu_report, "ndarray cpu", None);
         assert_eq!(cpu.devices.len(), 1);

@@ -106,6 +106,23 @@ pub fn list_adapters() -> Vec<AdapterSummary> {
         .collect()
 }
 
+/// The device request for an adapter with `features` and `limits`, as cubecl makes its own:
+/// every feature but `MAPPABLE_PRIMARY_BUFFERS` (mapping device-local memory is slow where it
+/// works at all, and cubecl stages through buffers of its own), all the limits, and memory hints
+/// for low use (cubecl pools its allocations already).
+fn device_descriptor(
+    features: wgpu::Features,
+    limits: wgpu::Limits,
+) -> wgpu::DeviceDescriptor<'static> {
+    wgpu::DeviceDescriptor {
+        label: Some("megagraph"),
+        required_features: features.difference(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+        required_limits: limits,
+        memory_hints: wgpu::MemoryHints::MemoryUsage,
+        ..Default::default()
+    }
+}
+
 /// Opens adapter `index` of [`list_adapters`] (the first, most capable one when `None`) as a
 /// burn wgpu device.
 pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
@@ -120,12 +137,7 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
         .nth(index)
         .ok_or(EngineError::AdapterOutOfRange { index, available })?;
     let info = adapter.get_info();
-    let descriptor = wgpu::DeviceDescriptor {
-        label: Some("megagraph"),
-        required_features: adapter.features(),
-        required_limits: adapter.limits(),
-        ..Default::default()
-    };
+    let descriptor = device_descriptor(adapter.features(), adapter.limits());
     let (device, queue) = pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| {
         EngineError::DeviceRequest {
             index,
@@ -217,5 +229,28 @@ impl<B: MemoryProbe, C: CheckpointStrategy> MemoryProbe for Autodiff<B, C> {
 
     fn max_buffer_bytes(device: &Self::Device) -> Option<u64> {
         B::max_buffer_bytes(device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_descriptor;
+
+    #[test]
+    fn the_device_request_is_cubecls() {
+        let descriptor = device_descriptor(wgpu::Features::all(), wgpu::Limits::default());
+        assert!(
+            !descriptor
+                .required_features
+                .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+        );
+        assert_eq!(
+            descriptor.required_features,
+            wgpu::Features::all().difference(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+        );
+        assert!(matches!(
+            descriptor.memory_hints,
+            wgpu::MemoryHints::MemoryUsage
+        ));
     }
 }

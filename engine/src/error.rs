@@ -1,6 +1,18 @@
 //! Errors of the engine.
 
-use crate::{comm::CommError, graph::GraphError};
+use crate::{comm::CommError, graph::GraphError, memory::OutOfMemory};
+
+/// What would fit instead of a buffer `what` beyond `limit` bytes.
+fn shard_advice(what: &str, limit: u64) -> String {
+    let split = "split the sequence over more devices with context parallelism, e.g. --devices 4";
+    match what {
+        "near-pair" => format!(
+            "at most {} near pairs fit one buffer: lower MAX in --scope hops:K:MAX, or {split}",
+            limit / 4
+        ),
+        _ => format!("{split}, or lower --seq-len"),
+    }
+}
 
 /// Everything that can go wrong in the engine on bad input or a missing device.
 #[derive(Debug, thiserror::Error)]
@@ -8,12 +20,27 @@ pub enum EngineError {
     /// The graph could not be loaded or is invalid.
     #[error(transparent)]
     Graph(#[from] GraphError),
+    /// The graph's sequences would take more memory than the machine has.
+    #[error(transparent)]
+    OutOfMemory(#[from] OutOfMemory),
     /// The model configuration is inconsistent.
     #[error("invalid model configuration: {0}")]
     InvalidConfig(String),
     /// The training options are inconsistent with the graph or each other.
     #[error("invalid training options: {0}")]
     InvalidOptions(String),
+    /// The training loss stopped being a finite number.
+    #[error(
+        "training diverged at epoch {epoch}, step {step}: loss is {loss} (try a lower learning rate)"
+    )]
+    Diverged {
+        /// The epoch (from 1).
+        epoch: usize,
+        /// The optimizer step (from 1).
+        step: usize,
+        /// The loss of that step.
+        loss: f64,
+    },
     /// No usable wgpu adapter.
     #[error(
         "no wgpu adapter found: install a Vulkan driver (e.g. `apt-get install mesa-vulkan-drivers libvulkan1` for the software one) or use --backend ndarray"
@@ -34,7 +61,8 @@ pub enum EngineError {
     Plan(String),
     /// A shard's largest buffer exceeds what its device can allocate.
     #[error(
-        "device {rank} cannot hold its shard of a {nodes}-node sequence: {rows} rows need a {needed}-byte {what} buffer, beyond the device's {limit}-byte buffer limit (split the sequence over more devices with context parallelism, e.g. --devices 4, or lower --seq-len)"
+        "device {rank} cannot hold its shard of a {nodes}-node sequence: {rows} rows need a {needed}-byte {what} buffer, beyond the device's {limit}-byte buffer limit ({})",
+        shard_advice(what, *limit)
     )]
     ShardTooLarge {
         /// The device.

@@ -1,15 +1,21 @@
 //! MegaGraph engine: graph data, the Graph Transformer model, devices and training.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod checkpoint;
 pub mod comm;
 pub mod device;
 mod error;
 pub mod graph;
+pub mod host;
+pub mod infer;
 pub mod kernels;
+pub mod memory;
 pub mod model;
 pub mod parallel;
 pub mod profile;
+pub mod progress;
 mod timing;
 pub mod train;
 

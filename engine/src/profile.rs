@@ -11,7 +11,7 @@ use burn::backend::wgpu::WgpuDevice;
 use crate::{
     EngineError,
     device::{WgpuBackend, list_adapters, open_wgpu},
-    kernels::{AttentionInputs, BiasedAttentionBackend, PairBuckets},
+    kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
     timing::best_seconds,
 };
 
@@ -176,18 +176,6 @@ fn host_staged_link(from: &WgpuDevice, to: &WgpuDevice) -> Link {
     Link { bandwidth, latency }
 }
 
-fn host_memory_bytes() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 = meminfo
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
-}
-
 /// Measures the devices and returns the cluster spec with the measurements behind it.
 ///
 /// Memory: `device_memory` when given; for software (CPU) adapters the host's memory shared
@@ -208,17 +196,19 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             .collect(),
         None => adapters.iter().map(|a| (a.index, a.name.clone())).collect(),
     };
+    let task = crate::progress::task(format!("profiling {} device(s)", targets.len()));
     let devices = targets
         .iter()
         .map(|(index, _)| open_wgpu(Some(*index)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut specs = Vec::new();
     let mut measurements = Vec::new();
-    for ((index, name), device) in targets.iter().zip(&devices) {
+    for (done, ((index, name), device)) in targets.iter().zip(&devices).enumerate() {
+        task.advance(done as u64, targets.len() as u64);
         let memory = match options.device_memory {
             Some(bytes) => bytes,
             None if adapters[*index].device_type == "Cpu" => {
-                host_memory_bytes().ok_or_else(|| {
+                crate::memory::total_host_bytes().ok_or_else(|| {
                     EngineError::InvalidOptions(
                         "cannot read /proc/meminfo; pass --device-memory".into(),
                     )
@@ -249,7 +239,12 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         });
         measurements.push(measured);
     }
+    drop(task);
     if options.logical_devices.is_some_and(|n| n > 1) {
+        let _task = crate::progress::task(format!(
+            "profiling {} devices running at once",
+            devices.len()
+        ));
         let shared = concurrent_attention_flops(&devices);
         for ((spec, measured), flops) in specs.iter_mut().zip(&mut measurements).zip(shared) {
             spec.flops = spec.flops.min(flops);

@@ -65,6 +65,7 @@ fn model() -> ModelSpec {
         num_sequences: 64,
         max_distance: 16,
         bytes_per_element: 4,
+        ..ModelSpec::full_scope()
     }
 }
 

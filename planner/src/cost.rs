@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::Link;
 use crate::grid::{Cell, Grid};
-use crate::{ClusterSpec, Degrees, ModelSpec, ParallelConfig, PlannerError};
+use crate::{AttentionScope, ClusterSpec, Degrees, ModelSpec, ParallelConfig, PlannerError};
 
 /// Forward plus backward, the backward counted as twice the forward.
 pub(crate) const PASSES: f64 = 3.0;
@@ -16,8 +16,15 @@ const ADAM_FLOPS: f64 = 12.0;
 const ADAM_TRAFFIC: f64 = 7.0;
 /// Bytes per element of the attention log-sum-exp (always fp32).
 const LSE_BYTES: f64 = 4.0;
+/// Bytes of one value of the messages the engine sends (host f32 buffers).
+const F32_BYTES: f64 = 4.0;
 /// Bytes per node of the degree index (int32).
 const DEGREE_INDEX_BYTES: f64 = 4.0;
+/// Bytes per near pair of the hops scope's index on a device: key, row and transposed row as
+/// int32, two bucket bytes.
+const PAIR_INDEX_BYTES: f64 = 14.0;
+/// Steps of the engine's personalised-PageRank propagation of the logits (APPNP).
+const PROPAGATION_STEPS: f64 = 10.0;
 /// Relative slack when comparing a predicted peak with a device's memory, so that shares
 /// balanced exactly to a memory bound are not rejected for rounding.
 pub const MEMORY_TOLERANCE: f64 = 1e-9;
@@ -26,16 +33,23 @@ pub const MEMORY_TOLERANCE: f64 = 1e-9;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimeBreakdown {
-    /// Attention sublayers: Q/K/V and output projections, the `S_local × S` scores and
-    /// weighted sum with the spatial bias, layer norm and residual traffic.
+    /// Attention sublayers: Q/K/V and output projections, the scores and weighted sums of the
+    /// scope's pairs (`S_local × S` in the full scope, the near pairs and global tokens in the
+    /// hops scope) with the spatial bias, layer norm and residual traffic.
     pub attention: f64,
+    /// Message-passing branches: the normalised adjacency times the key table's states, and
+    /// its linear layer.
+    #[serde(default)]
+    pub message_passing: f64,
     /// FFN sublayers.
     pub ffn: f64,
     /// Embedding layers (first stage): feature projection, degree embedding.
     pub embedding: f64,
     /// Final layer norm and classification head (last stage).
     pub head: f64,
-    /// K/V blocks received around the CP ring (and their gradients in the backward).
+    /// Context parallelism's exchanges: the normalised states of the whole sequence around the
+    /// ring (full scope) or the halo rows point to point (hops scope), forward, and their
+    /// gradients back in the backward; per layer and per logit-propagation step.
     pub ring_exchange: f64,
     /// Activations and their gradients to and from the neighbouring pipeline stages.
     pub stage_transfer: f64,
@@ -51,6 +65,7 @@ impl TimeBreakdown {
     /// Sum of the terms.
     pub fn total(&self) -> f64 {
         self.attention
+            + self.message_passing
             + self.ffn
             + self.embedding
             + self.head
@@ -65,6 +80,7 @@ impl TimeBreakdown {
     fn scaled(&self, factor: f64) -> Self {
         TimeBreakdown {
             attention: self.attention * factor,
+            message_passing: self.message_passing * factor,
             ffn: self.ffn * factor,
             embedding: self.embedding * factor,
             head: self.head * factor,
@@ -89,8 +105,8 @@ pub struct MemoryBreakdown {
     pub optimizer_state: f64,
     /// Activations saved for the backward of the in-flight micro-batches.
     pub activations: f64,
-    /// One-byte distance buckets of the device's row block, `S_local × S` per in-flight
-    /// sequence.
+    /// The attention pairs of the device's row block per in-flight sequence: one-byte distance
+    /// buckets, `S_local × S` (full scope), or the near-pair index, 14 bytes a pair (hops).
     pub distance_buckets: f64,
 }
 
@@ -121,6 +137,10 @@ pub struct DevicePrediction {
     pub time: TimeBreakdown,
     /// Peak memory, term by term.
     pub memory: MemoryBreakdown,
+    /// Payload bytes the device sends per step: context-parallel exchanges, pipeline
+    /// transfers and gradient sums (what the engine counts as its training traffic).
+    #[serde(default)]
+    pub sent_bytes: f64,
 }
 
 impl DevicePrediction {
@@ -212,6 +232,7 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
         micro_batch: TimeBreakdown,
         post: (f64, f64),
         memory: MemoryBreakdown,
+        sent_bytes: f64,
     }
     let busy: Vec<Busy> = cost
         .places(config)
@@ -223,6 +244,8 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
                 micro_batch: cost.micro_batch_time(&place, share),
                 post: cost.post_time(&place),
                 memory: cost.memory(&place, share),
+                sent_bytes: micro.count as f64 * cost.micro_batch_sent_bytes(&place, share)
+                    + cost.post_sent_bytes(&place),
             }
         })
         .collect();
@@ -242,6 +265,7 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
             peak_bytes: 0,
             time: TimeBreakdown::default(),
             memory: MemoryBreakdown::default(),
+            sent_bytes: 0.0,
         })
         .collect();
     for b in busy {
@@ -257,6 +281,7 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
         device.peak_bytes = b.memory.total().ceil() as u64;
         device.time = time;
         device.memory = b.memory;
+        device.sent_bytes = b.sent_bytes;
     }
     let step_seconds = devices.iter().map(|d| d.step_seconds).fold(0.0, f64::max);
     Prediction {
@@ -397,6 +422,47 @@ impl<'a> CostModel<'a> {
         params
     }
 
+    /// Node rows of the key table a device with node share `share` reads per layer: the
+    /// whole sequence (full scope), or its rows and its halo (hops scope).
+    fn key_rows(&self, place: &Place, share: f64) -> f64 {
+        let model = self.model;
+        let seq = model.seq_len as f64;
+        match model.scope {
+            AttentionScope::Full => seq,
+            AttentionScope::Hops { .. } => {
+                share * seq + model.halo_fraction(place.degrees.cp) * seq
+            }
+        }
+    }
+
+    /// Rows of other shards a device receives per exchange (and, in the backward, sends back
+    /// its gradient): every other shard's (full scope's all-gather) or its halo (hops scope).
+    fn exchanged_rows(&self, place: &Place, share: f64) -> f64 {
+        if place.degrees.cp <= 1 {
+            return 0.0;
+        }
+        let seq = self.model.seq_len as f64;
+        self.key_rows(place, share) - share * seq
+    }
+
+    /// Messages one exchange takes on a device: `cp − 1` ring steps (full scope), or one
+    /// from each other shard (hops scope); the backward as many.
+    fn exchange_messages(&self, place: &Place) -> f64 {
+        (place.degrees.cp - 1) as f64
+    }
+
+    /// Exchanges per sequence: one per layer (of hidden width), and under the last stage one
+    /// per logit-propagation step (of class width); and their width summed in hidden widths.
+    fn exchanges(&self, place: &Place) -> (f64, f64) {
+        let model = self.model;
+        let (mut count, mut widths) = (place.layers as f64, place.layers as f64);
+        if place.last_stage() {
+            count += PROPAGATION_STEPS;
+            widths += PROPAGATION_STEPS * model.classes as f64 / model.hidden as f64;
+        }
+        (count, widths)
+    }
+
     /// Forward and backward of one micro-batch on the place's device with node share
     /// `share`; the pipeline, all-reduce and optimizer terms are zero.
     pub fn micro_batch_time(&self, place: &Place, share: f64) -> TimeBreakdown {
@@ -411,11 +477,29 @@ impl<'a> CostModel<'a> {
         let h = model.hidden as f64;
         let f = model.ffn_hidden as f64;
         let layers = place.layers as f64;
-        let attention_flops = seqs * rows * (8.0 * h * h + 4.0 * seq * h);
-        let attention_bytes =
-            b * 4.0 * h * h + seqs * (b * rows * 8.0 * h + b * 2.0 * seq * h + rows * seq);
-        let ffn_flops = seqs * rows * 4.0 * h * f;
-        let ffn_bytes = b * 2.0 * h * f + seqs * b * rows * (4.0 * h + 2.0 * f);
+        let tokens = model.global_tokens as f64;
+        let keys = self.key_rows(place, share);
+        let pairs = model.pairs_per_row();
+        // Q and output projections of the rows and tokens, K and V of the key table (the
+        // engine projects every key row on every shard), scores and weighted sums of the
+        // pairs, and the tokens' attention over the device's rows.
+        let attention_flops = seqs
+            * (4.0 * h * h * (rows + tokens)
+                + 4.0 * h * h * (keys + tokens)
+                + 4.0 * h * rows * pairs
+                + 4.0 * h * tokens * rows);
+        let pair_bytes = match model.scope {
+            AttentionScope::Full => rows * seq,
+            // A pair reads its key's K and V rows and its index entries.
+            AttentionScope::Hops { .. } => rows * pairs * (2.0 * h * b + PAIR_INDEX_BYTES),
+        };
+        let attention_bytes = b * 4.0 * h * h
+            + seqs * (b * (rows + tokens) * 8.0 * h + b * 2.0 * keys * h + pair_bytes);
+        let edges = model.edges_per_node.max(1.0);
+        let message_flops = seqs * rows * (2.0 * h * h + 2.0 * edges * h);
+        let message_bytes = b * h * h + seqs * rows * (edges * (h * b + 8.0) + 2.0 * h * b);
+        let ffn_flops = seqs * (rows + tokens) * 4.0 * h * f;
+        let ffn_bytes = b * 2.0 * h * f + seqs * b * (rows + tokens) * (4.0 * h + 2.0 * f);
         let embedding = if place.first_stage() {
             let fe = model.features as f64;
             run(
@@ -427,8 +511,9 @@ impl<'a> CostModel<'a> {
         };
         let head = if place.last_stage() {
             let c = model.classes as f64;
+            let propagation = PROPAGATION_STEPS * 2.0 * edges * c;
             run(
-                seqs * rows * 2.0 * h * c,
+                seqs * rows * (2.0 * h * c + propagation),
                 b * h * c + seqs * b * rows * (2.0 * h + 2.0 * c),
             )
         } else {
@@ -436,20 +521,23 @@ impl<'a> CostModel<'a> {
         };
         let ring_exchange = place.cell.ring_from.map_or(0.0, |from| {
             let link = self.link(from, place.cell.device);
-            let messages = (place.degrees.cp - 1) as f64;
-            let bytes = seqs * (1.0 - share) * seq * 2.0 * h * b;
-            layers * PASSES * (messages * link.latency + bytes / link.bandwidth)
+            let (count, widths) = self.exchanges(place);
+            let bytes = widths * self.exchanged_rows(place, share) * h * b;
+            let messages = count * self.exchange_messages(place);
+            // Forward exchange and backward return, per sequence.
+            seqs * 2.0 * (messages * link.latency + bytes / link.bandwidth)
         });
         let stage_transfer = [place.cell.prev, place.cell.next]
             .into_iter()
             .flatten()
             .map(|other| {
                 let link = self.link(other, place.cell.device);
-                2.0 * (link.latency + seqs * rows * h * b / link.bandwidth)
+                2.0 * (link.latency + seqs * (rows + tokens) * h * b / link.bandwidth)
             })
             .fold(0.0, |sum, t| sum + t);
         TimeBreakdown {
             attention: layers * run(attention_flops, attention_bytes),
+            message_passing: layers * run(message_flops, message_bytes),
             ffn: layers * run(ffn_flops, ffn_bytes),
             embedding,
             head,
@@ -459,7 +547,41 @@ impl<'a> CostModel<'a> {
         }
     }
 
-    /// Gradient all-reduce (ring over the stage's group) and optimizer step, seconds.
+    /// Payload bytes the device sends for one micro-batch: its exchanges (forward rows and
+    /// backward gradients) and its stage transfers (activations on, gradients back).
+    pub fn micro_batch_sent_bytes(&self, place: &Place, share: f64) -> f64 {
+        let model = self.model;
+        let (b, h) = (model.bytes_per_element as f64, model.hidden as f64);
+        let seqs = place.micro.size as f64;
+        let rows = share * model.seq_len as f64;
+        let tokens = model.global_tokens as f64;
+        let exchange = if place.degrees.cp > 1 {
+            // Full scope: a ring all-gather forwards every shard's block but the successor's,
+            // and the reduce-scatter sends every other shard its block: 2·(S − S_local) rows.
+            // Hops scope: the rows the other shards' halos hold, and the halo's gradients; and
+            // per layer the tokens' partial attentions (heads · G · (head_dim + 1) values) to
+            // every other shard, and their gradients back.
+            let others = (place.degrees.cp - 1) as f64;
+            let head_dim = (model.hidden / model.heads) as f64;
+            let token_partials = tokens * model.heads as f64 * (head_dim + 1.0);
+            seqs * (self.exchanges(place).1 * 2.0 * self.exchanged_rows(place, share) * h * b
+                + place.layers as f64 * 2.0 * others * token_partials * F32_BYTES)
+        } else {
+            0.0
+        };
+        let mut transfers = 0.0;
+        if place.cell.next.is_some() {
+            transfers += seqs * (rows + tokens) * h * b;
+        }
+        if place.cell.prev.is_some() {
+            transfers += seqs * (rows + tokens) * h * b;
+        }
+        exchange + transfers
+    }
+
+    /// Gradient all-reduce over the stage's group, and optimizer step, seconds. The engine's
+    /// all-reduce is a ring all-gather of every member's gradients and sums in group order (the
+    /// same bits everywhere): `k − 1` messages of the whole gradient per member.
     pub fn post_time(&self, place: &Place) -> (f64, f64) {
         let device = &self.cluster.devices[place.cell.device];
         let params = self.stage_params(place);
@@ -467,13 +589,26 @@ impl<'a> CostModel<'a> {
         let group = place.reduce;
         let allreduce = if group.members > 1 {
             let k = group.members as f64;
-            2.0 * (k - 1.0) * group.latency + 2.0 * (k - 1.0) / k * bytes / group.bandwidth
+            (k - 1.0) * (group.latency + bytes / group.bandwidth)
         } else {
             0.0
         };
         let optimizer =
             params * ADAM_FLOPS / device.flops + ADAM_TRAFFIC * bytes / device.mem_bandwidth;
         (allreduce, optimizer)
+    }
+
+    /// Payload bytes the device sends per step for its gradient sums and the step's loss:
+    /// `k − 1` copies of its stage's gradients over its stage's group of `k`, and of the shared
+    /// bias table and the loss (one f32) over every device of the configuration.
+    pub fn post_sent_bytes(&self, place: &Place) -> f64 {
+        let model = self.model;
+        let b = model.bytes_per_element as f64;
+        let k = place.reduce.members as f64;
+        let table = (model.distance_buckets() * model.heads) as f64;
+        let stage = self.stage_params(place) - if place.first_stage() { table } else { 0.0 };
+        let everyone = place.degrees.devices() as f64;
+        (k - 1.0) * stage * b + (everyone - 1.0) * (table * b + F32_BYTES)
     }
 
     /// Peak memory of the place's device with node share `share`.
@@ -483,38 +618,57 @@ impl<'a> CostModel<'a> {
         let params = self.stage_params(place) * b;
         let seq = model.seq_len as f64;
         let rows = share * seq;
+        let tokens = model.global_tokens as f64;
         let in_flight = place.micro.count.min(place.degrees.pp - place.cell.stage) as f64;
         let sequences = in_flight * place.micro.size as f64;
         let (h, f) = (model.hidden as f64, model.ffn_hidden as f64);
-        // Saved per node and layer: block input, LN1 output, Q, K, V, attention output,
-        // residual sum, LN2 output (8·hidden), FFN pre- and post-activation (2·ffn_hidden),
-        // and the log-sum-exp of each head.
-        let mut per_node =
-            place.layers as f64 * (b * (8.0 * h + 2.0 * f) + LSE_BYTES * model.heads as f64);
+        // Saved per row and layer: block input, LN1 output, Q, attention output, residual sum,
+        // LN2 output, the message-passing product (7·hidden), FFN pre- and post-activation
+        // (2·ffn_hidden), and the log-sum-exp of each head; per key-table row its gathered
+        // state, K and V (the engine keeps them for the backward: under the full scope every
+        // shard holds them for the whole sequence).
+        let layers = place.layers as f64;
+        let keys = self.key_rows(place, share);
+        let per_row = layers * (b * (7.0 * h + 2.0 * f) + LSE_BYTES * model.heads as f64);
+        let key_table = layers * b * h * (3.0 * keys + 2.0 * tokens);
+        let mut per_node = per_row;
         if place.first_stage() {
             per_node += b * model.features as f64 + DEGREE_INDEX_BYTES;
         }
         if place.last_stage() {
             per_node += b * (2.0 * h + model.classes as f64);
         }
+        let pairs = match model.scope {
+            AttentionScope::Full => rows * seq,
+            AttentionScope::Hops { .. } => rows * model.pairs_per_row() * PAIR_INDEX_BYTES,
+        };
         MemoryBreakdown {
             parameters: params,
             gradients: params,
             optimizer_state: 2.0 * params,
-            activations: sequences * rows * per_node,
-            distance_buckets: sequences * rows * seq,
+            activations: sequences * ((rows + tokens) * per_node + key_table),
+            distance_buckets: sequences * pairs,
         }
     }
 
-    /// FLOPs of one sequence's forward and backward through the whole model: a lower bound
-    /// on the time of any device set is these over its summed FLOP/s.
+    /// FLOPs of one sequence's forward and backward through the whole model on one device:
+    /// a lower bound on the time of any device set is these over its summed FLOP/s (shards
+    /// add to them: each projects the keys it reads).
     pub fn sequence_flops(&self) -> f64 {
         let model = self.model;
         let seq = model.seq_len as f64;
         let h = model.hidden as f64;
-        let layer = 8.0 * h * h + 4.0 * seq * h + 4.0 * h * model.ffn_hidden as f64;
+        let tokens = model.global_tokens as f64;
+        let edges = model.edges_per_node.max(1.0);
+        let per_row = 8.0 * h * h
+            + 4.0 * h * model.pairs_per_row()
+            + 4.0 * h * tokens
+            + 2.0 * h * h
+            + 2.0 * edges * h
+            + 4.0 * h * model.ffn_hidden as f64;
+        let tokens_work = tokens * (8.0 * h * h + 4.0 * h * model.ffn_hidden as f64);
         let ends = 2.0 * h * (model.features + model.classes) as f64;
-        PASSES * seq * (model.layers as f64 * layer + ends)
+        PASSES * (model.layers as f64 * (seq * per_row + tokens_work) + seq * ends)
     }
 }
 
@@ -581,10 +735,12 @@ mod tests {
             1,
         );
         let prediction = predict(&spec, &model, &config);
-        // Per layer, forward and backward: three rounds of one message with the other
-        // half of the K/V rows, 2·h elements each.
-        let bytes = 0.5 * 2048.0 * 2.0 * 64.0 * 4.0;
-        let expected = 2.0 * 3.0 * (1e-3 + bytes / 1e8);
+        // Per layer and per logit-propagation step, the other half of the rows' states goes
+        // round the ring forward (hidden wide per layer, classes wide per step) and their
+        // gradients back: 2 layers + 10 steps of one message each way.
+        let widths = 2.0 * 64.0 + 10.0 * 8.0;
+        let bytes = 0.5 * 2048.0 * widths * 4.0;
+        let expected = 2.0 * (12.0 * 1e-3 + bytes / 1e8);
         let ring = prediction.devices[0].time.ring_exchange;
         assert!(
             (ring / expected - 1.0).abs() < 1e-12,

@@ -47,6 +47,26 @@ pub enum PlannerError {
         /// The version this planner reads.
         expected: u64,
     },
+    /// A measured model figure is out of range.
+    #[error("model: {field} must be {rule}, got {value}")]
+    ModelFigure {
+        /// The field.
+        field: &'static str,
+        /// The rule it breaks.
+        rule: &'static str,
+        /// The value found.
+        value: f64,
+    },
+    /// An attention scope's text form is malformed.
+    #[error(
+        "scope {text:?}: {problem}; expected full or hops:K[:MAX] with K in 1..=255 and MAX >= 1, e.g. hops:2 or hops:2:128"
+    )]
+    Scope {
+        /// The text given.
+        text: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The cluster lists no devices.
     #[error("cluster: devices must not be empty")]
     NoDevices,

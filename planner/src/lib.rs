@@ -24,6 +24,8 @@ mod json;
 mod model;
 mod pipeline;
 mod plan;
+mod schedule;
+mod scope;
 mod search;
 mod split;
 mod stage;
@@ -37,9 +39,11 @@ pub use cost::{
     DevicePrediction, MEMORY_TOLERANCE, MemoryBreakdown, Prediction, TimeBreakdown, predict,
 };
 pub use error::PlannerError;
-pub use model::{DEGREE_BUCKETS, MAX_DISTANCE_LIMIT, ModelSpec, load_model};
+pub use model::{DEGREE_BUCKETS, HaloSpec, MAX_DISTANCE_LIMIT, ModelSpec, load_model};
 pub use pipeline::{StageTime, stage_times};
 pub use plan::Plan;
+pub use schedule::{Pass, one_forward_one_backward};
+pub use scope::{AttentionScope, DEFAULT_MAX_PAIRS};
 pub use search::{exhaustive_search, search, search_fixed};
 
 /// The `schema_version` of every document this planner reads and writes.

@@ -10,10 +10,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{PlannerError, json};
+use crate::{AttentionScope, PlannerError, json};
 
-/// Rows of the degree-embedding table: degrees are clipped to `DEGREE_BUCKETS - 1`.
-pub const DEGREE_BUCKETS: usize = 512;
+/// Rows of the degree-embedding table: degrees are clipped to `DEGREE_BUCKETS - 1` (the
+/// engine's `max_degree` of 63).
+pub const DEGREE_BUCKETS: usize = 64;
 
 /// The largest `max_distance`: buckets `0..=max_distance` and the far bucket fit in a byte.
 pub const MAX_DISTANCE_LIMIT: usize = 254;
@@ -44,6 +45,36 @@ pub struct ModelSpec {
     pub max_distance: usize,
     /// Bytes per element of parameters, optimizer state and activations.
     pub bytes_per_element: usize,
+    /// Which pairs attend: `{"kind": "full"}` (the default) or
+    /// `{"kind": "hops", "hops": K, "max_pairs": MAX}`.
+    #[serde(default)]
+    pub scope: AttentionScope,
+    /// Learned global tokens (hops scope).
+    #[serde(default)]
+    pub global_tokens: usize,
+    /// Measured mean near pairs per node of the sequences (hops scope; 0: not measured, then
+    /// the model assumes MAX).
+    #[serde(default)]
+    pub pairs_per_node: f64,
+    /// Measured mean message-passing edges per node of the sequences, self-loop included
+    /// (0: not measured, then the model assumes 1).
+    #[serde(default)]
+    pub edges_per_node: f64,
+    /// Measured halos of the hops scope's context parallelism: per CP degree, the largest
+    /// halo of a shard as a fraction of the sequence's nodes, when the sequence is split into
+    /// that many equal shards. A degree not listed is assumed to need every other shard's rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub halo: Vec<HaloSpec>,
+}
+
+/// The measured halo of one context-parallel degree.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HaloSpec {
+    /// The CP degree.
+    pub cp: usize,
+    /// Rows of the largest halo of a shard, as a fraction of the sequence's nodes.
+    pub fraction: f64,
 }
 
 /// Reads, parses and validates a `model.json`; errors name the file.
@@ -52,6 +83,29 @@ pub fn load_model(path: &Path) -> Result<ModelSpec, PlannerError> {
 }
 
 impl ModelSpec {
+    /// A full-scope model without measured figures and with every size zero: the base of
+    /// struct updates (`ModelSpec { layers: 4, …, ..ModelSpec::full_scope() }`).
+    pub fn full_scope() -> Self {
+        Self {
+            schema_version: crate::SCHEMA_VERSION,
+            layers: 0,
+            hidden: 0,
+            heads: 0,
+            ffn_hidden: 0,
+            features: 0,
+            classes: 0,
+            seq_len: 0,
+            num_sequences: 0,
+            max_distance: 0,
+            bytes_per_element: 0,
+            scope: AttentionScope::Full,
+            global_tokens: 0,
+            pairs_per_node: 0.0,
+            edges_per_node: 0.0,
+            halo: Vec::new(),
+        }
+    }
+
     /// Parses and validates the text of a `model.json`.
     pub fn from_json(text: &str) -> Result<Self, PlannerError> {
         let spec: Self = json::parse(text, "model")?;
@@ -94,6 +148,34 @@ impl ModelSpec {
                 value: self.max_distance,
             });
         }
+        for (field, value) in [
+            ("pairs_per_node", self.pairs_per_node),
+            ("edges_per_node", self.edges_per_node),
+        ] {
+            if !(value >= 0.0 && value.is_finite()) {
+                return Err(PlannerError::ModelFigure {
+                    field,
+                    rule: ">= 0",
+                    value,
+                });
+            }
+        }
+        for halo in &self.halo {
+            if halo.cp < 2 || !(0.0..=1.0).contains(&halo.fraction) {
+                return Err(PlannerError::ModelFigure {
+                    field: "halo",
+                    rule: "a fraction in [0, 1] for a CP degree of at least 2",
+                    value: halo.fraction,
+                });
+            }
+        }
+        if self.global_tokens > 0 && !self.scope.is_hops() {
+            return Err(PlannerError::Model {
+                field: "global_tokens",
+                rule: "0 under the full scope",
+                value: self.global_tokens,
+            });
+        }
         if !(1..=8).contains(&self.bytes_per_element) {
             return Err(PlannerError::Model {
                 field: "bytes_per_element",
@@ -104,29 +186,60 @@ impl ModelSpec {
         Ok(())
     }
 
-    /// Spatial-bias buckets: distances `0..=max_distance` and one far bucket.
+    /// Spatial-bias buckets: distances `0..=max_distance`, one far bucket, and one for the
+    /// pairs with a global token when there are any.
     pub fn distance_buckets(&self) -> usize {
-        self.max_distance + 2
+        self.max_distance + 2 + usize::from(self.global_tokens > 0)
+    }
+
+    /// Attention pairs per node row: every node under the full scope; under the hops scope
+    /// the measured near pairs (MAX if not measured, capped at the sequence) and the tokens.
+    pub fn pairs_per_row(&self) -> f64 {
+        match self.scope {
+            AttentionScope::Full => self.seq_len as f64,
+            AttentionScope::Hops { max_pairs, .. } => {
+                let near = if self.pairs_per_node > 0.0 {
+                    self.pairs_per_node
+                } else {
+                    max_pairs.min(self.seq_len) as f64
+                };
+                near + self.global_tokens as f64
+            }
+        }
+    }
+
+    /// Rows a shard of a `cp`-way split reads beyond its own, as a fraction of the sequence
+    /// (hops scope): the measured halo, or every other shard's rows if not measured.
+    pub fn halo_fraction(&self, cp: usize) -> f64 {
+        if cp <= 1 {
+            return 0.0;
+        }
+        self.halo
+            .iter()
+            .find(|h| h.cp == cp)
+            .map_or(1.0 - 1.0 / cp as f64, |h| h.fraction)
     }
 
     /// Parameters of one transformer block: two layer norms, Q/K/V and output projections,
-    /// the two FFN matmuls, all with biases.
+    /// the message-passing branch's linear layer, the two FFN matmuls, all with biases.
     pub fn layer_params(&self) -> f64 {
         let (h, f) = (self.hidden as f64, self.ffn_hidden as f64);
         let norms = 4.0 * h;
         let attention = 4.0 * h * h + 4.0 * h;
+        let message_passing = h * h + h;
         let ffn = 2.0 * h * f + f + h;
-        norms + attention + ffn
+        norms + attention + message_passing + ffn
     }
 
     /// Parameters of the embedding layers (first pipeline stage): input projection with
-    /// bias, degree embedding, spatial-bias table.
+    /// bias, degree embedding, the global tokens' states, spatial-bias table.
     pub fn embedding_params(&self) -> f64 {
         let h = self.hidden as f64;
         let projection = self.features as f64 * h + h;
         let degree = DEGREE_BUCKETS as f64 * h;
+        let tokens = self.global_tokens as f64 * h;
         let spatial = (self.distance_buckets() * self.heads) as f64;
-        projection + degree + spatial
+        projection + degree + tokens + spatial
     }
 
     /// Parameters of the final layer norm and classification head (last pipeline stage).
@@ -154,11 +267,11 @@ mod tests {
     #[test]
     fn good_model_parses_and_counts_parameters() -> Result<(), PlannerError> {
         let model = ModelSpec::from_json(GOOD)?;
-        // 4·128 + (4·128² + 4·128) + (2·128·256 + 256 + 128)
-        assert_eq!(model.layer_params(), 512.0 + 66_048.0 + 65_920.0);
+        // 4·128 + (4·128² + 4·128) + (128² + 128) + (2·128·256 + 256 + 128)
+        assert_eq!(model.layer_params(), 512.0 + 66_048.0 + 16_512.0 + 65_920.0);
         assert_eq!(
             model.embedding_params(),
-            1433.0 * 128.0 + 128.0 + 512.0 * 128.0 + 80.0
+            1433.0 * 128.0 + 128.0 + 64.0 * 128.0 + 80.0
         );
         assert_eq!(model.head_params(), 256.0 + 896.0 + 7.0);
         Ok(())

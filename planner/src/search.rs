@@ -366,8 +366,11 @@ mod tests {
         Ok(())
     }
 
+    /// The engine's context parallelism keeps, per layer, the whole sequence's gathered states
+    /// and K/V on every shard (modelled since the full scope's costs follow the engine), so
+    /// sharding cuts the per-device peak by less than the paper's 77.8 %: here by 64 %.
     #[test]
-    fn the_plan_fits_where_pure_dp_does_not_with_70_percent_less_memory() -> Result<(), PlannerError>
+    fn the_plan_fits_where_pure_dp_does_not_with_60_percent_less_memory() -> Result<(), PlannerError>
     {
         let cluster = crate::load_cluster(&example("clusters/dgx-a100-8x80gb.json"))?;
         let model = crate::load_model(&example("models/ogbn-papers100m-gt.json"))?;
@@ -378,7 +381,7 @@ mod tests {
         let dp_peak = pure_dp.peak_bytes.iter().copied().max().unwrap_or(0) as f64;
         let plan_peak = plan.prediction.max_peak_bytes() as f64;
         assert!(
-            plan_peak <= 0.3 * dp_peak,
+            plan_peak <= 0.4 * dp_peak,
             "{plan_peak} vs pure DP {dp_peak}"
         );
         Ok(())

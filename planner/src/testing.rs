@@ -46,6 +46,7 @@ pub(crate) fn model(layers: usize, seq_len: usize, num_sequences: usize) -> Mode
         num_sequences,
         max_distance: 8,
         bytes_per_element: 4,
+        ..ModelSpec::full_scope()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The 1F1B pipeline schedule of one step, simulated from per-stage times.
 
-use megagraph_planner::StageTime;
+use megagraph_planner::{StageTime, one_forward_one_backward};
 
 /// What a stage does in a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,18 +24,16 @@ pub(crate) struct Slot {
     pub end: f64,
 }
 
-/// The order in which stage `stage` of `stages` runs `micro_batches` micro-batches under
-/// 1F1B: `min(stages − stage − 1, m)` warm-up forwards, then one forward and one backward
-/// in turn, then the remaining backwards.
+/// The order in which stage `stage` of `stages` runs `micro_batches` micro-batches: the
+/// planner's 1F1B order, which the engine runs too.
 fn order(stage: usize, stages: usize, micro_batches: usize) -> Vec<(Pass, usize)> {
-    let warm = (stages - stage - 1).min(micro_batches);
-    let mut ops: Vec<(Pass, usize)> = (0..warm).map(|i| (Pass::Forward, i)).collect();
-    for i in 0..micro_batches - warm {
-        ops.push((Pass::Forward, warm + i));
-        ops.push((Pass::Backward, i));
-    }
-    ops.extend((micro_batches - warm..micro_batches).map(|i| (Pass::Backward, i)));
-    ops
+    one_forward_one_backward(stage, stages, micro_batches)
+        .into_iter()
+        .map(|pass| match pass {
+            megagraph_planner::Pass::Forward(i) => (Pass::Forward, i),
+            megagraph_planner::Pass::Backward(i) => (Pass::Backward, i),
+        })
+        .collect()
 }
 
 /// Every slot of one step: each stage runs its 1F1B order as soon as its input is there (a

@@ -11,6 +11,7 @@ use megagraph_engine::burn::cubecl::config::{
     CubeClRuntimeConfig, RuntimeConfig, autotune::AutotuneLevel, cache::CacheConfig,
 };
 use megagraph_engine::device::{AdapterSummary, list_adapters, open_logical_devices, open_wgpu};
+use megagraph_engine::graph::Graph;
 use npyz::{AutoSerialize, Order, Serialize, WriterBuilder};
 use zip::write::SimpleFileOptions;
 
@@ -194,6 +195,8 @@ pub enum NpzArray {
     I64(Vec<i64>, Vec<u64>),
     /// `<f4`, row-major.
     F32(Vec<f32>, Vec<u64>),
+    /// `<U16` strings, 1-D.
+    Unicode(Vec<String>),
 }
 
 /// Writes `arrays` as an `.npz` (deflate-compressed, as `np.savez_compressed` does).
@@ -206,6 +209,17 @@ pub fn write_npz(path: &Path, arrays: &[(&str, NpzArray)]) -> TestResult {
             NpzArray::I32(d, s) => write_array(&mut zip, d, s)?,
             NpzArray::I64(d, s) => write_array(&mut zip, d, s)?,
             NpzArray::F32(d, s) => write_array(&mut zip, d, s)?,
+            NpzArray::Unicode(strings) => {
+                let mut writer = npyz::WriteOptions::<str>::new()
+                    .dtype(npyz::DType::new_scalar("<U16".parse()?))
+                    .shape(&[strings.len() as u64])
+                    .writer(&mut zip)
+                    .begin_nd()?;
+                for string in strings {
+                    writer.push(string.as_str())?;
+                }
+                writer.finish()?;
+            }
         }
     }
     zip.finish()?.flush()?;
@@ -253,6 +267,61 @@ pub fn tiny_graph_arrays() -> Vec<(&'static str, NpzArray)> {
         ),
         ("attr_shape", NpzArray::I64(vec![6, 3], vec![2])),
         ("labels", NpzArray::I64(vec![0, 0, 0, 1, 1, 1], vec![6])),
+    ]
+}
+
+/// The arrays of `graph` in the gnn-benchmark CSR layout, with `node_names` (`node-I`) and
+/// `class_names` (`class-C`).
+pub fn named_graph_arrays(graph: &Graph) -> Vec<(&'static str, NpzArray)> {
+    let n = graph.num_nodes();
+    let (mut indptr, mut indices) = (vec![0i64], Vec::new());
+    let (mut attr_indptr, mut attr_indices, mut attr_data) = (vec![0i64], Vec::new(), Vec::new());
+    for node in 0..n {
+        indices.extend(
+            graph
+                .adjacency()
+                .neighbors(node)
+                .iter()
+                .map(|&m| i64::from(m)),
+        );
+        indptr.push(indices.len() as i64);
+        let (cols, values) = graph.features().row(node);
+        attr_indices.extend(cols.iter().map(|&c| i64::from(c)));
+        attr_data.extend_from_slice(values);
+        attr_indptr.push(attr_indices.len() as i64);
+    }
+    let (edges, nnz) = (indices.len() as u64, attr_indices.len() as u64);
+    let labels = graph.labels().iter().map(|&l| i64::from(l)).collect();
+    vec![
+        ("adj_indices", NpzArray::I64(indices, vec![edges])),
+        ("adj_indptr", NpzArray::I64(indptr, vec![n as u64 + 1])),
+        (
+            "adj_shape",
+            NpzArray::I64(vec![n as i64, n as i64], vec![2]),
+        ),
+        ("attr_data", NpzArray::F32(attr_data, vec![nnz])),
+        ("attr_indices", NpzArray::I64(attr_indices, vec![nnz])),
+        (
+            "attr_indptr",
+            NpzArray::I64(attr_indptr, vec![n as u64 + 1]),
+        ),
+        (
+            "attr_shape",
+            NpzArray::I64(vec![n as i64, graph.feature_dim() as i64], vec![2]),
+        ),
+        ("labels", NpzArray::I64(labels, vec![n as u64])),
+        (
+            "node_names",
+            NpzArray::Unicode((0..n).map(|i| format!("node-{i}")).collect()),
+        ),
+        (
+            "class_names",
+            NpzArray::Unicode(
+                (0..graph.num_classes())
+                    .map(|c| format!("class-{c}"))
+                    .collect(),
+            ),
+        ),
     ]
 }
 

@@ -2,7 +2,10 @@
 //! `megagraph bench comm`: bandwidth between MPI processes.
 
 use clap::{Args, Subcommand};
-use megagraph_engine::bench::{AttentionBench, ReferenceMode, bench_attention};
+use megagraph_engine::{
+    bench::{AttentionBench, HopsBench, ReferenceMode, bench_attention, bench_hops_attention},
+    model::AttentionScope,
+};
 
 /// What to benchmark.
 #[derive(Debug, Subcommand)]
@@ -47,6 +50,17 @@ pub struct AttentionArgs {
     /// Skip the reference (it is slow at large S).
     #[arg(long)]
     fused_only: bool,
+    /// full: every pair of S (the dense fused kernels against the reference); hops:K[:MAX]:
+    /// the near pairs of an R-MAT graph of S nodes (S a power of two) through the hops kernels,
+    /// beside the reference over the same pairs and the dense kernels where they fit.
+    #[arg(long, default_value = "full", value_name = "full|hops:K[:MAX]")]
+    scope: AttentionScope,
+    /// With --scope hops: run the dense fused kernels over all S² pairs too up to this S.
+    #[arg(long, default_value_t = 16384, value_name = "S")]
+    dense_up_to: usize,
+    /// With --scope hops: write the pairs (offsets, keys, buckets) to this .npz for a peer.
+    #[arg(long, value_name = "FILE")]
+    export_pairs: Option<std::path::PathBuf>,
     /// wgpu adapter index from `megagraph devices`.
     #[arg(long)]
     adapter: Option<usize>,
@@ -105,8 +119,68 @@ fn comm(_: &CommArgs) -> anyhow::Result<()> {
     anyhow::bail!("this megagraph was built without MPI: build with `--features megagraph-cli/mpi`")
 }
 
+/// Runs the hops benchmark and prints what it measured beside the dense kernels and the
+/// reference.
+fn hops_attention(args: &AttentionArgs, hops: u8, max_pairs: usize) -> anyhow::Result<()> {
+    let shape = HopsBench {
+        nodes: args.nodes,
+        heads: args.heads,
+        head_dim: args.head_dim,
+        hops,
+        max_pairs,
+        dense_up_to: args.dense_up_to,
+        with_reference: !args.fused_only,
+    };
+    let r = bench_hops_attention(shape, args.adapter, args.export_pairs.as_deref())?;
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    println!(
+        "S={} heads={} head_dim={} {}: {} pairs ({:.1} per node, built in {:.2} s): hops {:.1} ms, peak {:.1} MiB, {:.2} GFLOP/s (device matmul {:.2}, host ndarray matmul {:.2} GFLOP/s)",
+        r.nodes,
+        r.heads,
+        r.head_dim,
+        r.scope,
+        r.pairs,
+        r.pairs_per_node,
+        r.build_seconds,
+        r.hops_ms,
+        mib(r.hops_peak_bytes),
+        r.hops_gflops,
+        r.matmul_peak_gflops,
+        r.host_matmul_gflops
+    );
+    for (what, ms, peak) in [
+        (
+            "dense fused kernels over all S² pairs",
+            r.dense_ms,
+            r.dense_peak_bytes,
+        ),
+        (
+            "reference over the same pairs",
+            r.reference_ms,
+            r.reference_peak_bytes,
+        ),
+    ] {
+        match (ms, peak) {
+            (Some(ms), Some(peak)) => println!(
+                "{what}: {ms:.1} ms, peak {:.1} MiB: hops is {:.2}x faster with {:.3} of the memory",
+                mib(peak),
+                ms / r.hops_ms,
+                r.hops_peak_bytes as f64 / peak as f64
+            ),
+            _ => println!("{what}: not run here"),
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&r)?);
+    }
+    Ok(())
+}
+
 /// Runs the attention benchmark and prints what it measured beside its bound.
 fn attention(args: &AttentionArgs) -> anyhow::Result<()> {
+    if let AttentionScope::Hops { hops, max_pairs } = args.scope {
+        return hops_attention(args, hops, max_pairs);
+    }
     let shape = AttentionBench {
         nodes: args.nodes,
         heads: args.heads,

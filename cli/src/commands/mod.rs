@@ -2,15 +2,48 @@
 
 pub mod bench;
 pub mod devices;
+pub mod evaluate;
 pub mod plan;
+pub mod predict;
 pub mod profile;
 pub mod train;
+mod trained;
 
 use std::process::ExitCode;
 
-/// The error and its causes on one line.
+/// The error of an `mpirun` process whose job was refused before it started, the refusal
+/// printed by process 0: it ends the process with a failure and prints nothing.
+#[cfg(feature = "mpi")]
+#[derive(Debug, Clone, Copy)]
+pub struct RefusedElsewhere;
+
+#[cfg(feature = "mpi")]
+impl std::fmt::Display for RefusedElsewhere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the job was refused (process 0 says why)")
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl std::error::Error for RefusedElsewhere {}
+
+/// The error and its causes on one line, each cause once: many errors' messages already
+/// embed their source's message (`cannot read x: {source}`), so a cause whose text is part of
+/// the line so far is left out instead of repeated.
 pub fn one_line(error: &anyhow::Error) -> String {
-    format!("{error:#}").replace('\n', " ")
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string().replace('\n', " ");
+        let text = text.trim();
+        if text.is_empty() || line.contains(text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(text);
+    }
+    line
 }
 
 /// Prints a command-line parsing error as one line (help and version go through untouched).
@@ -25,7 +58,7 @@ pub fn report_usage_error(error: clap::Error) -> ExitCode {
     }
     if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
         eprintln!(
-            "error: a subcommand is required: devices, train, bench, profile or plan (see --help)"
+            "error: a subcommand is required: devices, train, predict, evaluate, bench, profile or plan (see --help)"
         );
         return ExitCode::from(2);
     }
@@ -33,4 +66,37 @@ pub fn report_usage_error(error: clap::Error) -> ExitCode {
     let first = rendered.lines().next().unwrap_or("invalid arguments");
     eprintln!("{first} (see --help)");
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    /// An error whose message embeds its source's, as `thiserror`'s `{source}` does.
+    #[derive(Debug)]
+    struct Embeds(std::io::Error);
+
+    impl std::fmt::Display for Embeds {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cluster: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Embeds {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn each_cause_appears_once() {
+        let io = std::io::Error::other("expected value at line 1");
+        let error = anyhow::Error::new(Embeds(io)).context("c.json");
+        assert_eq!(
+            one_line(&error),
+            "c.json: cluster: expected value at line 1"
+        );
+        let plain = anyhow::anyhow!("first\nsecond").context("outer");
+        assert_eq!(one_line(&plain), "outer: first second");
+    }
 }

@@ -4,25 +4,24 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use megagraph_engine::{
+    burn::tensor::backend::AutodiffBackend,
     comm::LocalHub,
-    device::{CpuAutodiff, WgpuAutodiff, list_adapters, open_wgpu},
-    graph::{Graph, Split, SplitSpec, SyntheticSpec, load_graph, split},
-    model::{AttentionKernel, ModelConfig},
+    device::{CpuAutodiff, MemoryProbe, WgpuAutodiff, list_adapters, open_wgpu},
+    graph::{Graph, Split, split},
+    infer::{Holds, Trained},
+    memory::Bytes,
+    model::{AttentionKernel, AttentionScope, ModelBackend, ModelConfig},
     parallel::{CheckpointOptions, JobRun, Layout, LocalDevice, train_devices},
-    train::{TrainOptions, TrainReport, train},
+    train::{TrainOptions, TrainReport, sequence_footprint},
 };
 use megagraph_planner::{Degrees, ParallelConfig, Plan, Stage};
 
-use crate::{plan_source, progress::EpochProgress};
+use crate::{data, plan_source, progress::EpochProgress};
 
 #[cfg(feature = "mpi")]
 mod mpi;
-
-/// The synthetic graph trained on when neither `--data` nor `--synthetic` is given.
-const DEFAULT_SYNTHETIC: &str = "sbm:1000:4";
 
 /// Which burn backend runs the model.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -87,6 +86,15 @@ pub struct TrainArgs {
     /// Seed of initialisation, dropout, split and partitioning.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Which pairs attend: full (every pair of a sequence) or hops:K[:MAX] (each node its
+    /// K-hop neighbourhood, itself included, at most MAX pairs, nearest first; MAX defaults to
+    /// 256), plus --global-tokens learned tokens.
+    #[arg(long, default_value = "full", value_name = "full|hops:K[:MAX]")]
+    scope: AttentionScope,
+    /// Learned global tokens that attend to and are attended by every node (hops scope;
+    /// default 1 there, 0 under full).
+    #[arg(long, value_name = "G")]
+    global_tokens: Option<usize>,
     /// Attention implementation: the fused WGSL kernels or the reference burn-op composition.
     #[arg(long, value_enum, default_value = "fused")]
     attention: AttentionChoice,
@@ -107,11 +115,12 @@ pub struct TrainArgs {
     /// Memory of each device in bytes, for the profile behind --devices without --plan.
     #[arg(long, requires = "devices", conflicts_with_all = ["plan", "cluster"])]
     device_memory: Option<u64>,
-    /// Plan on this cluster spec (from `megagraph profile`) instead of profiling now.
-    #[arg(long, requires = "devices", conflicts_with = "plan")]
+    /// Plan on this cluster spec (from `megagraph profile`) instead of profiling now; its
+    /// devices are the adapters, or as many logical devices when it lists more.
+    #[arg(long, conflicts_with = "plan")]
     cluster: Option<PathBuf>,
     /// Plan these degrees (e.g. dp1-pp2-cp2) instead of searching all.
-    #[arg(long, requires = "devices", conflicts_with = "plan")]
+    #[arg(long, conflicts_with = "plan")]
     degrees: Option<Degrees>,
     /// Stop after N optimizer steps in all (then evaluate once); counts the steps before a
     /// --resume.
@@ -135,27 +144,122 @@ pub struct TrainArgs {
     /// Seconds a device waits for a message from another before declaring it hung or gone.
     #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
     comm_timeout: f64,
+    /// Write the parameters of the best validation epoch (no optimizer state) with the run's
+    /// settings to FILE, a safetensors file that `predict` and `evaluate` read.
+    #[arg(long, value_name = "FILE")]
+    save_model: Option<PathBuf>,
     /// Print the final result as one JSON object on the last line.
     #[arg(long)]
     json: bool,
+    /// Show progress on standard error even with --json (which is quiet otherwise).
+    #[arg(long)]
+    progress: bool,
     /// Write training.svg, devices.svg, metrics.json and index.html of the run into DIR.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
 }
 
+/// `--comm-timeout` as a duration: positive, finite, and within what a `Duration` holds.
+pub(super) fn comm_timeout(args: &TrainArgs) -> anyhow::Result<Duration> {
+    match Duration::try_from_secs_f64(args.comm_timeout) {
+        Ok(timeout) if !timeout.is_zero() => Ok(timeout),
+        _ => anyhow::bail!(
+            "--comm-timeout must be a positive number of seconds up to {:e}, got {:e}",
+            Duration::MAX.as_secs_f64(),
+            args.comm_timeout
+        ),
+    }
+}
+
+/// What every way of training starts from, checked: the graph, the options, its split and
+/// the checkpoint options.
+pub(super) struct Prepared {
+    graph: Graph,
+    options: TrainOptions,
+    split: Split,
+    checkpoint: CheckpointOptions,
+}
+
+/// Loads the graph and checks every option before any device work; with `writes`, also that
+/// the `--save-model` file can be written (where the lead device runs).
+pub(super) fn prepare(args: &TrainArgs, writes: bool) -> anyhow::Result<Prepared> {
+    let graph = data::load(args.data.as_deref(), args.synthetic.as_deref(), args.seed)?;
+    let options = train_options(args, &graph)?;
+    let split = split(&graph, &options.split, options.seed)?;
+    options.model_config(&graph).validate()?;
+    options.validate()?;
+    if args.steps == Some(0) {
+        anyhow::bail!("--steps must be at least 1");
+    }
+    comm_timeout(args)?;
+    let checkpoint = checkpoint_options(args);
+    checkpoint.validate()?;
+    if let Some(path) = args.save_model.as_ref().filter(|_| writes) {
+        data::check_writable("--save-model", path)?;
+    }
+    Ok(Prepared {
+        graph,
+        options,
+        split,
+        checkpoint,
+    })
+}
+
 /// Loads the graph, trains and reports.
 pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
-    let graph = load(args)?;
-    let split_spec: SplitSpec = args.split.parse()?;
-    let split = split(&graph, &split_spec, args.seed)?;
+    crate::progress::install(args.json, args.progress);
+    #[cfg(feature = "mpi")]
+    if megagraph_engine::comm::launched_by_mpirun() {
+        return mpi::run(args);
+    }
+    let Prepared {
+        graph,
+        options,
+        split,
+        checkpoint,
+    } = prepare(args, true)?;
+    if args.plan.is_some() || args.devices.is_some() || args.cluster.is_some() {
+        return run_plan(args, &graph, &split, &options, &checkpoint);
+    }
+    match args.backend {
+        BackendChoice::Wgpu => {
+            let device = open_wgpu(args.adapter)?;
+            let name = list_adapters()
+                .into_iter()
+                .nth(args.adapter.unwrap_or(0))
+                .map_or_else(
+                    || format!("{device:?}"),
+                    |a| format!("{} ({})", a.name, a.backend),
+                );
+            run_one_device::<WgpuAutodiff>(
+                args,
+                &graph,
+                &split,
+                &options,
+                &checkpoint,
+                device,
+                &name,
+            )
+        }
+        BackendChoice::Ndarray => {
+            let device = Default::default();
+            let name = "ndarray cpu";
+            run_one_device::<CpuAutodiff>(args, &graph, &split, &options, &checkpoint, device, name)
+        }
+    }
+}
+
+/// The training options of the arguments, for `graph`.
+fn train_options(args: &TrainArgs, graph: &Graph) -> anyhow::Result<TrainOptions> {
     let dropout = args.dropout.unwrap_or(ModelConfig::new(0, 0).dropout);
-    let options = TrainOptions {
+    Ok(TrainOptions {
         max_steps: args.steps,
         epochs: args.epochs,
         patience: args.patience,
         learning_rate: args.lr,
         seq_len: args.seq_len,
         seed: args.seed,
+        split: args.split.parse()?,
         model: ModelConfig {
             layers: args.layers,
             hidden: args.hidden,
@@ -164,62 +268,14 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
             attention: args.attention.into(),
             dropout,
             input_dropout: dropout,
+            scope: args.scope,
+            global_tokens: args
+                .global_tokens
+                .unwrap_or(args.scope.default_global_tokens()),
             ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
         },
         ..TrainOptions::default()
-    };
-    options.model_config(&graph).validate()?;
-    options.validate()?;
-    if args.steps == Some(0) {
-        anyhow::bail!("--steps must be at least 1");
-    }
-    if !(args.comm_timeout > 0.0 && args.comm_timeout.is_finite()) {
-        anyhow::bail!("--comm-timeout must be a positive number of seconds");
-    }
-    let checkpoint = checkpoint_options(args);
-    checkpoint.validate()?;
-    #[cfg(feature = "mpi")]
-    if megagraph_engine::comm::launched_by_mpirun() {
-        return mpi::run(args, &graph, &split, &options, &checkpoint);
-    }
-    if args.plan.is_some() || args.devices.is_some() {
-        return run_plan(args, &graph, &split, &options, &checkpoint);
-    }
-    if checkpoint.dir.is_some() {
-        return run_one_device_plan(args, &graph, &split, &options, &checkpoint);
-    }
-    let wgpu_device = match args.backend {
-        BackendChoice::Wgpu => Some(open_wgpu(args.adapter)?),
-        BackendChoice::Ndarray => None,
-    };
-    describe(&graph, &split, &args.split);
-    let report_target = crate::report::ReportTarget::prepare(args.report.as_deref());
-    let mut progress = EpochProgress::new(args.epochs);
-    let mut on_epoch = |m: &_| progress.epoch(m);
-    let (report, device_name) = match wgpu_device {
-        Some(device) => {
-            let name = list_adapters()
-                .into_iter()
-                .nth(args.adapter.unwrap_or(0))
-                .map_or_else(
-                    || format!("{device:?}"),
-                    |a| format!("{} ({})", a.name, a.backend),
-                );
-            let report = train::<WgpuAutodiff>(&graph, &split, &options, &device, &mut on_epoch)?;
-            (report, name)
-        }
-        None => {
-            let device = Default::default();
-            let report = train::<CpuAutodiff>(&graph, &split, &options, &device, &mut on_epoch)?;
-            (report, "ndarray cpu".to_string())
-        }
-    };
-    progress.finish();
-    print_report(&report, &device_name, None, args.json);
-    match report_target {
-        Some(target) => target.write(&options, &report, &device_name, None),
-        None => Ok(()),
-    }
+    })
 }
 
 /// The checkpoint options of the arguments.
@@ -233,6 +289,7 @@ fn checkpoint_options(args: &TrainArgs) -> CheckpointOptions {
         },
         keep: args.keep_checkpoints,
         resume: args.resume,
+        save_model: args.save_model.clone(),
     }
 }
 
@@ -245,7 +302,8 @@ pub(super) fn resolve_plan(
     if matches!(args.backend, BackendChoice::Ndarray) {
         anyhow::bail!("--plan and --devices run on wgpu devices; drop --backend ndarray");
     }
-    let model = plan_source::model_spec(graph, options);
+    let max_cp = args.devices.unwrap_or_else(|| list_adapters().len().max(1));
+    let model = plan_source::model_spec(graph, options, max_cp)?;
     let request = plan_source::PlanRequest {
         plan: args.plan.as_deref(),
         cluster: args.cluster.as_deref(),
@@ -267,9 +325,11 @@ fn run_plan(
     checkpoint: &CheckpointOptions,
 ) -> anyhow::Result<()> {
     let plan = resolve_plan(args, graph, options)?;
-    let devices = plan_source::open_devices(args.adapter, args.devices)?;
+    let planned = plan.processes.len();
+    let logical = plan_source::logical_count(args.devices, args.cluster.as_deref(), planned);
+    let devices = plan_source::open_devices(args.adapter, logical)?;
     let layout = Layout::new(plan.config.clone(), devices.len(), options.model.layers)?;
-    let hub = LocalHub::with_timeout(layout.size(), Duration::from_secs_f64(args.comm_timeout));
+    let hub = LocalHub::with_timeout(layout.size(), comm_timeout(args)?);
     let local = layout
         .ranks()
         .into_iter()
@@ -291,17 +351,21 @@ fn run_plan(
     finished.show(args, options, &name, Some(&plan))
 }
 
-/// Trains on one device through the plan executor, which saves and resumes checkpoints.
-fn run_one_device_plan(
+/// Trains on one device (of either backend) through the plan executor, which also saves
+/// and resumes checkpoints and the best model.
+fn run_one_device<B>(
     args: &TrainArgs,
     graph: &Graph,
     split: &Split,
     options: &TrainOptions,
     checkpoint: &CheckpointOptions,
-) -> anyhow::Result<()> {
-    if matches!(args.backend, BackendChoice::Ndarray) {
-        anyhow::bail!("--checkpoint runs on a wgpu device; drop --backend ndarray");
-    }
+    device: B::Device,
+    name: &str,
+) -> anyhow::Result<()>
+where
+    B: AutodiffBackend + MemoryProbe + ModelBackend,
+    B::InnerBackend: ModelBackend,
+{
     let config = ParallelConfig {
         degrees: "dp1-pp1-cp1".parse()?,
         stages: vec![Stage {
@@ -312,9 +376,9 @@ fn run_one_device_plan(
         micro_batches: 1,
     };
     let layout = Layout::new(config, 1, options.model.layers)?;
-    let local = vec![LocalDevice::<WgpuAutodiff> {
+    let local = vec![LocalDevice::<B> {
         rank: 0,
-        device: open_wgpu(args.adapter)?,
+        device,
         comm: Arc::new(LocalHub::new(1).communicator(0)?),
     }];
     let run = JobRun {
@@ -323,27 +387,31 @@ fn run_one_device_plan(
     };
     let finished = run_job(args, graph, split, options, &run, local, None)?;
     let finished = finished.expect("the lead device runs in this process");
-    finished.show(args, options, "1 wgpu device", None)
+    finished.show(args, options, name, None)
 }
 
 /// Trains this process's devices of `run`, showing progress where the lead device runs;
 /// returns the report there.
-pub(super) fn run_job(
+pub(super) fn run_job<B>(
     args: &TrainArgs,
     graph: &Graph,
     split: &Split,
     options: &TrainOptions,
     run: &JobRun<'_>,
-    local: Vec<LocalDevice<WgpuAutodiff>>,
+    local: Vec<LocalDevice<B>>,
     plan: Option<&Plan>,
-) -> anyhow::Result<Option<Finished>> {
+) -> anyhow::Result<Option<Finished>>
+where
+    B: AutodiffBackend + MemoryProbe + ModelBackend,
+    B::InnerBackend: ModelBackend,
+{
     let layout = run.layout;
     let lead_here = local.iter().any(|d| d.rank == layout.device(0, 0, 0));
     let target = lead_here
         .then(|| crate::report::ReportTarget::prepare(args.report.as_deref()))
         .flatten();
     if lead_here {
-        describe(graph, split, &args.split);
+        describe(graph, split, options);
         if let Some(plan) = plan {
             eprintln!(
                 "plan {} over {} devices, {} micro-batches",
@@ -353,13 +421,14 @@ pub(super) fn run_job(
             );
         }
     }
-    let mut progress = lead_here.then(|| EpochProgress::new(args.epochs));
+    let shown = lead_here && crate::progress::shown(args.json, args.progress);
+    let mut progress = shown.then(|| EpochProgress::new(args.epochs));
     let mut on_epoch = |m: &_| {
         if let Some(progress) = &mut progress {
             progress.epoch(m);
         }
     };
-    let report = train_devices::<WgpuAutodiff>(graph, split, options, run, local, &mut on_epoch)?;
+    let report = train_devices::<B>(graph, split, options, run, local, &mut on_epoch)?;
     if let Some(progress) = progress {
         progress.finish();
     }
@@ -382,6 +451,9 @@ impl Finished {
         plan: Option<&Plan>,
     ) -> anyhow::Result<()> {
         print_report(&self.report, name, plan, args.json);
+        if let Some(path) = &args.save_model {
+            say_saved_model(path, &self.report);
+        }
         match &self.target {
             Some(target) => target.write(options, &self.report, name, plan),
             None => Ok(()),
@@ -389,31 +461,46 @@ impl Finished {
     }
 }
 
-/// One line about the graph and the split.
-fn describe(graph: &Graph, split: &Split, split_text: &str) {
+/// Says which epoch the `--save-model` file holds, or why it is not the best one.
+fn say_saved_model(path: &std::path::Path, report: &TrainReport) {
+    match Trained::load(path).map(|t| t.holds) {
+        Ok(Holds::BestEpoch(m)) if m.epoch == report.best_epoch => eprintln!(
+            "saved model: {} holds epoch {} (val_acc {:.4})",
+            path.display(),
+            m.epoch,
+            m.val_acc
+        ),
+        Ok(holds) => eprintln!(
+            "warning: {} holds {holds}, not the best epoch {} (it came before this run resumed, without --save-model then)",
+            path.display(),
+            report.best_epoch
+        ),
+        Err(e) => eprintln!(
+            "warning: no saved model in {} (the best epoch {} came before this run resumed, without --save-model then): {e}",
+            path.display(),
+            report.best_epoch
+        ),
+    }
+}
+
+/// One line about the graph, the split and the memory its sequences take.
+fn describe(graph: &Graph, split: &Split, options: &TrainOptions) {
+    let footprint = sequence_footprint(graph, options);
     eprintln!(
-        "graph {}: {} nodes, {} edges, {} features, {} classes; split {}: {} train / {} val / {} test",
+        "graph {}: {} nodes, {} edges, {} features, {} classes; split {}: {} train / {} val / {} test; sequences of up to {} nodes: about {} of host memory, {} per device",
         graph.name(),
         graph.num_nodes(),
         graph.adjacency().num_edges(),
         graph.feature_dim(),
         graph.num_classes(),
-        split_text,
+        options.split,
         split.train.len(),
         split.val.len(),
-        split.test.len()
+        split.test.len(),
+        options.seq_len.min(graph.num_nodes()),
+        Bytes(footprint.host),
+        Bytes(footprint.device),
     );
-}
-
-fn load(args: &TrainArgs) -> anyhow::Result<Graph> {
-    if let Some(path) = &args.data {
-        return Ok(load_graph(path)?);
-    }
-    let text = args.synthetic.as_deref().unwrap_or(DEFAULT_SYNTHETIC);
-    let spec: SyntheticSpec = text
-        .parse()
-        .with_context(|| format!("--synthetic {text}"))?;
-    Ok(spec.generate(args.seed)?)
 }
 
 /// Per device: what was measured, beside the plan's prediction when there is one.
@@ -428,6 +515,9 @@ fn device_rows(report: &TrainReport, plan: Option<&Plan>) -> Vec<serde_json::Val
                 "step_seconds": d.step_seconds,
                 "peak_bytes": d.peak_bytes,
                 "peak_in_use_bytes": d.peak_in_use_bytes,
+                "sent_bytes_per_step": d.sent_bytes_per_step,
+                "step_sent_bytes": d.step_sent_bytes,
+                "predicted_sent_bytes": predicted.map(|p| p.sent_bytes),
                 "predicted_step_seconds": predicted.map(|p| p.step_seconds),
                 "predicted_peak_bytes": predicted.map(|p| p.peak_bytes),
             })
@@ -461,6 +551,7 @@ fn print_report(report: &TrainReport, device: &str, plan: Option<&Plan>, json: b
                 "plan": plan.map(|p| p.config.degrees.to_string()),
                 "devices": device_rows(report, plan),
                 "step_losses": report.step_losses,
+                "history": report.history,
             })
         );
     }

@@ -4,13 +4,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use super::{Checkpoint, CheckpointError, CheckpointMeta, StateTensor};
+use super::{Checkpoint, CheckpointError, StateTensor};
 
-/// Value of the `format` metadata key.
+/// Value of a checkpoint's `format` metadata key.
 const FORMAT: &str = "megagraph-checkpoint";
-/// Value of the `version` metadata key this build writes and reads.
+/// Value of the `version` metadata key this build writes and reads (of either kind of file).
 const VERSION: &str = "1";
 /// Length of safetensors' header-length prefix.
 const PREFIX: usize = 8;
@@ -36,12 +36,37 @@ fn checksum<'a>(data: impl IntoIterator<Item = &'a [u8]>, meta: &str, tensors: &
 
 /// The file contents of `checkpoint`; `path` (where it will go) names it in errors.
 pub(super) fn encode(path: &Path, checkpoint: &Checkpoint) -> Result<Vec<u8>, CheckpointError> {
+    if let Some((i, loss)) =
+        (checkpoint.meta.step_losses.iter().enumerate()).find(|(_, l)| !l.is_finite())
+    {
+        return Err(CheckpointError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!("step loss {i} is {loss}, which JSON cannot hold"),
+        });
+    }
+    encode_file(path, FORMAT, &checkpoint.meta, &checkpoint.tensors)
+}
+
+/// The checkpoint in `file` (the contents of `path`), verified.
+pub(super) fn decode(path: &Path, file: &[u8]) -> Result<Checkpoint, CheckpointError> {
+    let (meta, tensors) = decode_file(path, file, FORMAT)?;
+    Ok(Checkpoint { meta, tensors })
+}
+
+/// The contents of a file of kind `format` holding `meta` (as JSON under `megagraph`) and
+/// `tensors`, as the [module docs](crate::checkpoint) lay it out; `path` names it in errors.
+pub(super) fn encode_file(
+    path: &Path,
+    format: &str,
+    meta: &impl Serialize,
+    tensors: &[StateTensor],
+) -> Result<Vec<u8>, CheckpointError> {
     let invalid = |reason: String| CheckpointError::Invalid {
         path: path.to_path_buf(),
         reason,
     };
     let mut names = HashSet::new();
-    for t in &checkpoint.tensors {
+    for t in tensors {
         let elements: usize = t.shape.iter().product();
         if elements != t.values.len() {
             return Err(invalid(format!(
@@ -58,31 +83,24 @@ pub(super) fn encode(path: &Path, checkpoint: &Checkpoint) -> Result<Vec<u8>, Ch
             )));
         }
     }
-    if let Some((i, loss)) =
-        (checkpoint.meta.step_losses.iter().enumerate()).find(|(_, l)| !l.is_finite())
-    {
-        return Err(invalid(format!(
-            "step loss {i} is {loss}, which JSON cannot hold"
-        )));
-    }
     let json = |e: serde_json::Error| invalid(format!("metadata does not serialise: {e}"));
-    let meta = serde_json::to_string(&checkpoint.meta).map_err(json)?;
-    let entries: Vec<Entry> = (checkpoint.tensors.iter())
+    let meta = serde_json::to_string(meta).map_err(json)?;
+    let entries: Vec<Entry> = (tensors.iter())
         .map(|t| Entry {
             name: t.name.clone(),
             shape: t.shape.clone(),
         })
         .collect();
-    let tensors = serde_json::to_string(&entries).map_err(json)?;
+    let listed = serde_json::to_string(&entries).map_err(json)?;
 
     // safetensors lays tensors of one dtype out by name: hand them over in that order, so the
     // checksum can be taken before the header that holds it is written.
-    let mut sorted: Vec<&StateTensor> = checkpoint.tensors.iter().collect();
+    let mut sorted: Vec<&StateTensor> = tensors.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let bytes: Vec<Vec<u8>> = (sorted.iter())
         .map(|t| t.values.iter().flat_map(|v| v.to_le_bytes()).collect())
         .collect();
-    let crc = checksum(bytes.iter().map(Vec::as_slice), &meta, &tensors);
+    let crc = checksum(bytes.iter().map(Vec::as_slice), &meta, &listed);
     let views = (sorted.iter().zip(&bytes))
         .map(|(t, b)| {
             let view = TensorView::new(Dtype::F32, t.shape.clone(), b)
@@ -91,25 +109,36 @@ pub(super) fn encode(path: &Path, checkpoint: &Checkpoint) -> Result<Vec<u8>, Ch
         })
         .collect::<Vec<_>>();
     let metadata = HashMap::from([
-        ("format".to_string(), FORMAT.to_string()),
+        ("format".to_string(), format.to_string()),
         ("version".to_string(), VERSION.to_string()),
         ("megagraph".to_string(), meta.clone()),
-        ("tensors".to_string(), tensors.clone()),
+        ("tensors".to_string(), listed.clone()),
         ("crc32".to_string(), crc.to_string()),
     ]);
     let file = safetensors::serialize(views, Some(metadata))
         .map_err(|e| invalid(format!("safetensors refused it: {e}")))?;
     let (n, _) = SafeTensors::read_metadata(&file).expect("safetensors reads what it wrote");
     assert_eq!(
-        checksum([&file[PREFIX + n..]], &meta, &tensors),
+        checksum([&file[PREFIX + n..]], &meta, &listed),
         crc,
         "safetensors lays the data section out by name"
     );
     Ok(file)
 }
 
-/// The checkpoint in `file` (the contents of `path`), verified.
-pub(super) fn decode(path: &Path, file: &[u8]) -> Result<Checkpoint, CheckpointError> {
+/// The `format` key of a file's metadata, if it is a safetensors file that has one.
+pub(super) fn format_of(file: &[u8]) -> Option<String> {
+    let (_, header) = SafeTensors::read_metadata(file).ok()?;
+    header.metadata().as_ref()?.get("format").cloned()
+}
+
+/// The metadata (from JSON) and tensors of `file` (the contents of `path`), a file of kind
+/// `format`, verified.
+pub(super) fn decode_file<M: DeserializeOwned>(
+    path: &Path,
+    file: &[u8],
+    format: &str,
+) -> Result<(M, Vec<StateTensor>), CheckpointError> {
     let corrupt = |reason: String| CheckpointError::Corrupt {
         path: path.to_path_buf(),
         reason,
@@ -122,16 +151,17 @@ pub(super) fn decode(path: &Path, file: &[u8]) -> Result<Checkpoint, CheckpointE
     let empty = HashMap::new();
     let metadata = header.metadata().as_ref().unwrap_or(&empty);
     let key = |k: &str| metadata.get(k).map(String::as_str);
-    if key("format") != Some(FORMAT) {
+    let kind = format.strip_prefix("megagraph-").unwrap_or(format);
+    if key("format") != Some(format) {
         return Err(corrupt(format!(
-            "not a megagraph checkpoint (its metadata lacks format = {FORMAT})"
+            "not a megagraph {kind} (its metadata lacks format = {format})"
         )));
     }
     match key("version") {
         Some(VERSION) => {}
         version => {
             return Err(corrupt(format!(
-                "unsupported checkpoint version {} (this build reads version {VERSION})",
+                "unsupported {kind} version {} (this build reads version {VERSION})",
                 version.unwrap_or("(none)")
             )));
         }
@@ -152,7 +182,7 @@ pub(super) fn decode(path: &Path, file: &[u8]) -> Result<Checkpoint, CheckpointE
             "checksum mismatch: stored CRC-32 {stored}, computed {computed} (the file is damaged)"
         )));
     }
-    let meta: CheckpointMeta = serde_json::from_str(meta)
+    let meta: M = serde_json::from_str(meta)
         .map_err(|e| corrupt(format!("bad megagraph metadata JSON: {e}")))?;
     let entries: Vec<Entry> = serde_json::from_str(tensors)
         .map_err(|e| corrupt(format!("bad tensors metadata JSON: {e}")))?;
@@ -196,7 +226,7 @@ pub(super) fn decode(path: &Path, file: &[u8]) -> Result<Checkpoint, CheckpointE
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Checkpoint { meta, tensors })
+    Ok((meta, tensors))
 }
 
 /// Reads and verifies one checkpoint file (safetensors parse, format/version keys, CRC-32, f32

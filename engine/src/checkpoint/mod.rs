@@ -29,6 +29,15 @@
 //! - `crc32`: the CRC-32 (IEEE, as zlib's) in decimal of the data section followed by the
 //!   UTF-8 bytes of the `megagraph` and `tensors` values.
 //!
+//! - `megagraph` also carries `settings`: every setting of the run (its `TrainOptions`:
+//!   model, sequence length, seed, split...), which `predict` and `evaluate` rebuild the model
+//!   and its sequences from.
+//!
+//! **Saved models** (`train --save-model FILE`) are files of the same layout with `format` =
+//! `megagraph-model` (version 1), tensors `param.IIII` only (no optimizer state), and as
+//! `megagraph` a [`SavedModelMeta`]: the epoch of best validation accuracy whose parameters
+//! they hold, its figures and the settings.
+//!
 //! **Verification.** Reading refuses a file that is not a complete safetensors file (bad
 //! header, truncated), lacks `format` = `megagraph-checkpoint`, has another `version`, whose
 //! checksum does not match (a damaged tensor value, step, loss or shape), whose metadata is not
@@ -36,11 +45,13 @@
 //! `F32` with its listed shape and as many bytes as that shape takes.
 
 mod format;
+mod saved;
 mod store;
 
 use std::path::PathBuf;
 
 pub use format::read_checkpoint;
+pub use saved::{SavedModel, SavedModelMeta, StoredFile, read_stored, write_model};
 pub use store::{list_checkpoints, load_latest, write_checkpoint};
 
 /// One tensor of a checkpoint: canonical name, shape, row-major f32 values.
@@ -70,6 +81,11 @@ pub struct CheckpointMeta {
     pub plan: String,
     /// The model configuration as JSON; the caller compares it on resume.
     pub model: serde_json::Value,
+    /// Every setting of the run that wrote it, as JSON (training writes its `TrainOptions`:
+    /// model, sequence length, seed, split...); `null` in checkpoints written before it was
+    /// stored.
+    #[serde(default)]
+    pub settings: serde_json::Value,
     /// The loss of every optimizer step so far; all finite.
     pub step_losses: Vec<f64>,
     /// Epoch metrics so far, as JSON (caller-defined).
@@ -161,6 +177,7 @@ pub(crate) mod testutil {
                 seed: 42,
                 plan: "dp2-pp1-cp1".into(),
                 model: serde_json::json!({"hidden": 16, "layers": 2}),
+                settings: serde_json::json!({"seq_len": 64}),
                 step_losses: vec![1.25, 0.1 + 0.2, 1e-300],
                 history: serde_json::json!([{"epoch": 1, "val_acc": 0.5}]),
                 best: serde_json::json!(null),

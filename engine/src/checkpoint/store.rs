@@ -79,18 +79,32 @@ pub fn write_checkpoint(
     let bytes = encode(&path, checkpoint)?;
     let started = SystemTime::now();
     fs::create_dir_all(dir).map_err(CheckpointError::io(dir))?;
+    write_atomic(&path, &bytes)?;
+    prune(dir, &path, keep, started)?;
+    Ok(path)
+}
+
+/// Writes `bytes` as the file `path` atomically: to a hidden temporary file
+/// `.{name}.{pid}.tmp` beside it, synced, renamed onto `path`, and the directory synced. A
+/// crash leaves at most the temporary, never a torn file under `path`.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let temp = dir.join(format!(".{name}.{}{TEMP_SUFFIX}", std::process::id()));
-    let committed = write_synced(&temp, &bytes)
+    let committed = write_synced(&temp, bytes)
         .map_err(CheckpointError::io(&temp))
-        .and_then(|()| fs::rename(&temp, &path).map_err(CheckpointError::io(&path)));
+        .and_then(|()| fs::rename(&temp, path).map_err(CheckpointError::io(path)));
     if let Err(e) = committed {
         // Best effort: the write already failed, and a leftover temporary is harmless.
         let _ = fs::remove_file(&temp);
         return Err(e);
     }
-    sync_dir(dir).map_err(CheckpointError::io(dir))?;
-    prune(dir, &path, keep, started)?;
-    Ok(path)
+    sync_dir(dir).map_err(CheckpointError::io(dir))
 }
 
 /// Removes all but the `keep` newest checkpoints of `dir` (never `written`) and the temporary

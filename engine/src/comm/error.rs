@@ -33,6 +33,14 @@ pub enum CommError {
     /// Members disagree on the shape of a collective.
     #[error("collective mismatch: {0}")]
     Mismatch(String),
+    /// A byte message longer than its 32-bit length field can count.
+    #[error("a message of {bytes} bytes exceeds the {limit}-byte limit of one message")]
+    MessageTooLarge {
+        /// Bytes in the message.
+        bytes: usize,
+        /// The most one message can carry.
+        limit: u32,
+    },
     /// MPI could not be set up as a job needs it.
     #[error("MPI: {0}")]
     Mpi(String),

@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{CommError, Communicator, Rank, Tag};
+use super::{CommError, Communicator, Rank, SentBytes, Tag};
 
 /// How long a receiver waits before it declares its peer hung.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(900);
@@ -160,6 +160,7 @@ impl LocalHub {
         Ok(LocalCommunicator {
             rank,
             office: self.office.clone(),
+            sent: Arc::default(),
         })
     }
 }
@@ -169,6 +170,7 @@ impl LocalHub {
 pub struct LocalCommunicator {
     rank: Rank,
     office: Arc<PostOffice>,
+    sent: Arc<SentBytes>,
 }
 
 impl Communicator for LocalCommunicator {
@@ -182,6 +184,7 @@ impl Communicator for LocalCommunicator {
 
     fn send(&self, to: Rank, tag: Tag, data: Vec<f32>) -> Result<(), CommError> {
         self.office.check_rank(to)?;
+        self.sent.add(&data);
         self.office.deliver(self.rank, to, tag, data)
     }
 
@@ -192,6 +195,10 @@ impl Communicator for LocalCommunicator {
 
     fn abort(&self, reason: &str) {
         self.office.abort(format!("rank {}: {reason}", self.rank));
+    }
+
+    fn sent_bytes(&self) -> u64 {
+        self.sent.total()
     }
 }
 

@@ -12,6 +12,8 @@
 //! the differentiable all-gather the context-parallel model uses.
 
 mod error;
+mod exchange;
+mod halo;
 mod local;
 #[cfg(feature = "mpi")]
 mod mpi;
@@ -22,10 +24,12 @@ mod rows;
 #[cfg(feature = "mpi")]
 pub use self::mpi::{MpiCommunicator, MpiJob, MpiRuntime, launched_by_mpirun};
 pub use error::CommError;
+pub use exchange::{ExchangeBackend, HostRows, RowsExchange, exchange_rows};
+pub use halo::{HaloExchange, exchange_halo};
 pub use local::{LocalCommunicator, LocalHub};
 #[cfg(feature = "mpi")]
 pub use mpi_measure::{CommBenchRow, ProcessLink, bench_comm, measure_process_links};
-pub use rows::{RowExchange, RowExchangeBackend, gather_rows};
+pub use rows::{RowExchange, gather_rows};
 
 use std::fmt::Debug;
 
@@ -54,11 +58,15 @@ pub enum Tag {
     Report,
     /// Training state gathered for a checkpoint, or sent out from one on resume.
     Checkpoint,
+    /// Halo rows sent to the shards whose near pairs reach them (hops scope, forward).
+    Halo,
+    /// Gradients of halo rows returned to their owners (backward).
+    HaloGrad,
 }
 
 impl Tag {
     /// Every tag, in the order of [`Tag::index`].
-    pub const ALL: [Tag; 9] = [
+    pub const ALL: [Tag; 11] = [
         Tag::Gather,
         Tag::ScatterGrad,
         Tag::GradReduce,
@@ -68,6 +76,8 @@ impl Tag {
         Tag::Barrier,
         Tag::Report,
         Tag::Checkpoint,
+        Tag::Halo,
+        Tag::HaloGrad,
     ];
 
     /// The tag's number on the wire.
@@ -107,6 +117,10 @@ pub trait Communicator: Send + Sync + Debug {
 
     /// Ends the job on every rank: blocked and later calls anywhere fail with `reason`.
     fn abort(&self, reason: &str);
+
+    /// Payload bytes this rank has sent so far (every message, to devices in this process or
+    /// others).
+    fn sent_bytes(&self) -> u64;
 
     /// Every member's `data`, in group order, on every member. Ring algorithm: in step `t`
     /// each member passes the block it received in step `t - 1` to its successor, so each
@@ -218,15 +232,38 @@ pub trait Communicator: Send + Sync + Debug {
     }
 }
 
-/// Bytes as a message: their count, then four bytes per value (little-endian `f32` bits).
-pub fn pack_bytes(bytes: &[u8]) -> Vec<f32> {
-    let mut values = vec![f32::from_bits(bytes.len() as u32)];
+/// A running count of the payload bytes a rank sent.
+#[derive(Debug, Default)]
+pub struct SentBytes(std::sync::atomic::AtomicU64);
+
+impl SentBytes {
+    /// Counts one message's payload.
+    pub fn add(&self, data: &[f32]) {
+        let bytes = (data.len() * size_of::<f32>()) as u64;
+        self.0
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Bytes counted so far.
+    pub fn total(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Bytes as a message: their count, then four bytes per value (little-endian `f32` bits). The
+/// count travels as 32 bits: more bytes than that are refused.
+pub fn pack_bytes(bytes: &[u8]) -> Result<Vec<f32>, CommError> {
+    let count = u32::try_from(bytes.len()).map_err(|_| CommError::MessageTooLarge {
+        bytes: bytes.len(),
+        limit: u32::MAX,
+    })?;
+    let mut values = vec![f32::from_bits(count)];
     values.extend(bytes.chunks(4).map(|chunk| {
         let mut word = [0u8; 4];
         word[..chunk.len()].copy_from_slice(chunk);
         f32::from_bits(u32::from_le_bytes(word))
     }));
-    values
+    Ok(values)
 }
 
 /// The bytes of a [`pack_bytes`] message, or `None` if it is not one.
@@ -266,12 +303,26 @@ mod tests {
     #[test]
     fn bytes_round_trip_through_a_message_and_a_bad_one_is_refused() {
         for bytes in [&b""[..], b"a", b"abcd", b"{\"step\": 5}"] {
-            assert_eq!(unpack_bytes(&pack_bytes(bytes)).as_deref(), Some(bytes));
+            assert_eq!(
+                unpack_bytes(&pack_bytes(bytes).expect("small")).as_deref(),
+                Some(bytes)
+            );
         }
-        let mut packed = pack_bytes(b"abcdefgh");
+        let mut packed = pack_bytes(b"abcdefgh").expect("small");
         packed.pop();
         assert_eq!(unpack_bytes(&packed), None, "a word missing");
         assert_eq!(unpack_bytes(&[]), None);
+    }
+
+    #[test]
+    fn bytes_beyond_a_32_bit_count_are_refused() {
+        let huge = vec![0u8; u32::MAX as usize + 1];
+        let refused = pack_bytes(&huge).expect_err("the count does not fit 32 bits");
+        assert!(
+            refused.to_string().contains("4294967296 bytes")
+                && refused.to_string().contains("4294967295"),
+            "{refused}"
+        );
     }
 
     #[test]

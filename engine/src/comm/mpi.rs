@@ -24,7 +24,7 @@ use mpi::{
     traits::{Destination, Source},
 };
 
-use super::{CommError, Communicator, Rank, Tag, local::PostOffice};
+use super::{CommError, Communicator, Rank, SentBytes, Tag, local::PostOffice};
 
 /// MPI tag of a worker's message.
 const DATA: i32 = 1;
@@ -387,6 +387,7 @@ impl MpiJob<'_> {
             )));
         }
         Ok(MpiCommunicator {
+            sent: Arc::default(),
             rank,
             process: self.runtime.process,
             comm: self.comm.clone(),
@@ -425,6 +426,7 @@ impl Drop for MpiJob<'_> {
 #[derive(Clone)]
 pub struct MpiCommunicator {
     rank: Rank,
+    sent: Arc<SentBytes>,
     process: usize,
     comm: Arc<SharedComm>,
     office: Arc<PostOffice>,
@@ -451,6 +453,7 @@ impl Communicator for MpiCommunicator {
 
     fn send(&self, to: Rank, tag: Tag, mut data: Vec<f32>) -> Result<(), CommError> {
         self.office.check_rank(to)?;
+        self.sent.add(&data);
         let process = self.placement[to];
         if process == self.process {
             return self.office.deliver(self.rank, to, tag, data);
@@ -474,6 +477,10 @@ impl Communicator for MpiCommunicator {
                 send_polling(&self.comm, p, reason.as_bytes(), ABORT);
             }
         }
+    }
+
+    fn sent_bytes(&self) -> u64 {
+        self.sent.total()
     }
 }
 

@@ -12,6 +12,8 @@ pub struct Graph {
     labels: Vec<u32>,
     num_classes: usize,
     name: String,
+    node_names: Option<Vec<String>>,
+    class_names: Option<Vec<String>>,
 }
 
 impl Graph {
@@ -57,7 +59,43 @@ impl Graph {
             labels,
             num_classes,
             name: name.into(),
+            node_names: None,
+            class_names: None,
         })
+    }
+
+    /// The graph with names of its nodes (one per node) and of its classes (one per class),
+    /// where the data has them; a list of another length is refused.
+    pub fn with_names(
+        self,
+        node_names: Option<Vec<String>>,
+        class_names: Option<Vec<String>>,
+    ) -> Result<Self, GraphError> {
+        let check = |what: &'static str, names: &Option<Vec<String>>, expected: usize| match names {
+            Some(names) if names.len() != expected => Err(GraphError::NameCount {
+                what,
+                found: names.len(),
+                expected,
+            }),
+            _ => Ok(()),
+        };
+        check("nodes", &node_names, self.num_nodes())?;
+        check("classes", &class_names, self.num_classes)?;
+        Ok(Self {
+            node_names,
+            class_names,
+            ..self
+        })
+    }
+
+    /// The name of every node, where the data has them.
+    pub fn node_names(&self) -> Option<&[String]> {
+        self.node_names.as_deref()
+    }
+
+    /// The name of every class, where the data has them.
+    pub fn class_names(&self) -> Option<&[String]> {
+        self.class_names.as_deref()
     }
 
     /// The symmetric adjacency.
@@ -161,6 +199,12 @@ mod tests {
         let (_, short_features) = parts(2)?;
         let err = Graph::new(adj, short_features, vec![0, 1, 1], 2, "x").unwrap_err();
         assert!(matches!(err, GraphError::FeatureRows { rows: 2, nodes: 3 }));
+        let named = graph
+            .clone()
+            .with_names(Some(vec!["a".into(), "b".into(), "c".into()]), None)?;
+        assert_eq!(named.node_names().map(<[String]>::len), Some(3));
+        let err = graph.with_names(None, Some(vec!["x".into()])).unwrap_err();
+        assert_eq!(err.to_string(), "1 names given for 2 classes");
         let (empty_adj, empty_feat) = parts(0)?;
         let err = Graph::new(empty_adj, empty_feat, vec![], 0, "x").unwrap_err();
         assert!(matches!(err, GraphError::EmptyGraph));

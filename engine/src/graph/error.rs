@@ -183,6 +183,16 @@ pub enum GraphError {
         /// Number of classes.
         classes: usize,
     },
+    /// A list of node or class names is not one per node or class.
+    #[error("{found} names given for {expected} {what}")]
+    NameCount {
+        /// "nodes" or "classes".
+        what: &'static str,
+        /// Names given.
+        found: usize,
+        /// Nodes or classes.
+        expected: usize,
+    },
     /// A textual spec (synthetic graph, split) is malformed.
     #[error("invalid {what} '{spec}': {problem}")]
     InvalidSpec {
@@ -199,6 +209,9 @@ pub enum GraphError {
     /// A split would leave one of its sets empty, or a class lacks nodes.
     #[error("cannot split: {0}")]
     Split(String),
+    /// The graph would take more memory than the machine has.
+    #[error(transparent)]
+    OutOfMemory(#[from] crate::memory::OutOfMemory),
     /// The METIS library reported a failure.
     #[error("METIS failed: {0}")]
     Partitioner(String),

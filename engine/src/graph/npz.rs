@@ -4,9 +4,15 @@
 //! Arrays read: `adj_indices`, `adj_indptr`, `adj_shape` (and `adj_data` if present:
 //! entries stored as 0 are not edges); node features either in CSR form
 //! (`attr_data`, `attr_indices`, `attr_indptr`, `attr_shape`) or dense as
-//! `attr_matrix`; `labels` (1-D). Indices and labels may be of any integer dtype,
-//! feature values of any float, integer or bool dtype. Other arrays
-//! (`node_names`, `class_names`, ...) are never opened.
+//! `attr_matrix`; `labels` (1-D); and, when present, `node_names` (one string per node)
+//! and `class_names` (one per class; more names than labelled classes make more classes).
+//! Indices and labels may be of any integer dtype, feature values of any float, integer or
+//! bool dtype, names `<U` or `|S` strings. Other arrays are never opened.
+//!
+//! Nothing is read before it is checked: every array's header shape is held against the
+//! graph (`adj_shape`, the row pointers) before its data is, every array's declared size
+//! against the memory available, and the whole graph's size, from the headers alone, before
+//! any large array.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
@@ -20,6 +26,7 @@ use super::csr::{Csr, node_index};
 use super::dataset::{Graph, labels_from_raw};
 use super::error::{GraphError, ResultExt};
 use super::sparse::{SparseMatrix, feature_column, validate_indptr};
+use crate::memory::{Bytes, GraphSize, available_host_bytes, check_host};
 
 /// Loads a graph from an `.npz` archive (see the module documentation for the layout).
 pub fn load_npz(path: &Path) -> Result<Graph, GraphError> {
@@ -43,33 +50,22 @@ struct Array<T> {
     data: Vec<T>,
 }
 
+/// A check of an array's shape (from its header), run before its data is read.
+type ShapeCheck<'a> = &'a dyn Fn(&[u64]) -> Result<(), GraphError>;
+
+/// Number of elements of an array of `shape` (saturating: headers are untrusted).
+fn elements(shape: &[u64]) -> u64 {
+    shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
+}
+
 impl<R: Read + Seek> Npz<R> {
     /// Whether the archive holds an array called `name`.
     fn has(&self, name: &str) -> bool {
         self.zip.index_for_name(&entry_name(name)).is_some()
     }
 
-    /// Reads array `name` as integers of any width and signedness (or bool).
-    fn ints(&mut self, name: &str) -> Result<Array<i64>, GraphError> {
-        self.read(name, "integers", |v| v, None::<fn(f64) -> i64>)
-    }
-
-    /// Reads array `name` as f32 values (from float, integer or bool elements).
-    fn floats(&mut self, name: &str) -> Result<Array<f32>, GraphError> {
-        self.read(name, "numbers", |v| v as f32, Some(|v: f64| v as f32))
-    }
-
-    /// Reads array `name`, making each element with `from_int` (integer and bool
-    /// dtypes) or `from_float` (float dtypes; `None` refuses them); `expected` names
-    /// the dtypes taken, for the error message. Fortran-ordered 2-D arrays are
-    /// transposed to row-major.
-    fn read<T: Copy>(
-        &mut self,
-        name: &str,
-        expected: &str,
-        from_int: impl Fn(i64) -> T,
-        from_float: Option<impl Fn(f64) -> T>,
-    ) -> Result<Array<T>, GraphError> {
+    /// The header of array `name`: its entry opened and the `.npy` header parsed, no data read.
+    fn open(&mut self, name: &str) -> Result<NpyFile<impl Read + '_>, GraphError> {
         let bad = |problem: String| GraphError::BadArray {
             name: name.to_string(),
             problem,
@@ -78,8 +74,95 @@ impl<R: Read + Seek> Npz<R> {
             ZipError::FileNotFound => GraphError::MissingArray(name.to_string()),
             other => bad(format!("cannot be read ({other})")),
         })?;
-        let file = NpyFile::new(entry).map_err(|e| bad(format!("has a bad header ({e})")))?;
+        NpyFile::new(entry).map_err(|e| bad(format!("has a bad header ({e})")))
+    }
+
+    /// The shape array `name` declares in its header, without reading its data.
+    fn shape(&mut self, name: &str) -> Result<Vec<u64>, GraphError> {
+        Ok(self.open(name)?.shape().to_vec())
+    }
+
+    /// Reads array `name` as integers of any width and signedness (or bool), after `check`
+    /// accepted its shape.
+    fn ints(&mut self, name: &str, check: ShapeCheck<'_>) -> Result<Array<i64>, GraphError> {
+        self.read(name, "integers", check, |v| v, None::<fn(f64) -> i64>)
+    }
+
+    /// Reads array `name` as f32 values (from float, integer or bool elements), after `check`
+    /// accepted its shape.
+    fn floats(&mut self, name: &str, check: ShapeCheck<'_>) -> Result<Array<f32>, GraphError> {
+        let float = Some(|v: f64| v as f32);
+        self.read(name, "numbers", check, |v| v as f32, float)
+    }
+
+    /// Reads the 1-D string array `name` (`<U` or `|S` dtype), after `check` accepted its
+    /// shape; `None` when its dtype is not a string type or its header does not parse (as
+    /// that of a pickled object array does not).
+    fn strings(
+        &mut self,
+        name: &str,
+        check: ShapeCheck<'_>,
+    ) -> Result<Option<Vec<String>>, GraphError> {
+        let file = match self.open(name) {
+            Ok(file) => file,
+            // npyz does not parse the header of an object (pickled) array.
+            Err(GraphError::BadArray { .. }) => return Ok(None),
+            Err(other) => return Err(other),
+        };
+        let bad = |problem: String| GraphError::BadArray {
+            name: name.to_string(),
+            problem,
+        };
         let shape = file.shape().to_vec();
+        if shape.len() != 1 {
+            return Err(bad(format!("has shape {shape:?}, expected 1 dimension")));
+        }
+        check(&shape)?;
+        let dtype = file.dtype();
+        let DType::Plain(ty) = &dtype else {
+            return Ok(None);
+        };
+        let item = match ty.type_char() {
+            TypeChar::UnicodeStr => 4,
+            TypeChar::ByteStr => 1,
+            _ => return Ok(None),
+        };
+        let size = item * ty.size_field();
+        fits_memory(
+            name,
+            &shape,
+            size.max(1) + std::mem::size_of::<String>() as u64,
+        )?;
+        let strings = file
+            .data::<String>()
+            .map_err(|e| bad(format!("has dtype {} ({e})", dtype.descr())))?;
+        let strings = strings
+            .collect::<std::io::Result<Vec<String>>>()
+            .map_err(|e| bad(format!("is truncated or corrupt ({e})")))?;
+        Ok(Some(strings))
+    }
+
+    /// Reads array `name`, making each element with `from_int` (integer and bool
+    /// dtypes) or `from_float` (float dtypes; `None` refuses them); `expected` names
+    /// the dtypes taken, for the error message. `check` and the memory available judge the
+    /// header's shape before any data is read. Fortran-ordered 2-D arrays are transposed to
+    /// row-major.
+    fn read<T: Copy>(
+        &mut self,
+        name: &str,
+        expected: &str,
+        check: ShapeCheck<'_>,
+        from_int: impl Fn(i64) -> T,
+        from_float: Option<impl Fn(f64) -> T>,
+    ) -> Result<Array<T>, GraphError> {
+        let bad = |problem: String| GraphError::BadArray {
+            name: name.to_string(),
+            problem,
+        };
+        let file = self.open(name)?;
+        let shape = file.shape().to_vec();
+        check(&shape)?;
+        fits_memory(name, &shape, std::mem::size_of::<T>() as u64)?;
         let order = file.order();
         let dtype = file.dtype();
         let wrong_dtype = || bad(format!("has dtype {}, expected {expected}", dtype.descr()));
@@ -110,6 +193,38 @@ impl<R: Read + Seek> Npz<R> {
     }
 }
 
+/// Refuses array `name` of `shape` when its elements, `bytes` each once read, exceed the
+/// memory available.
+fn fits_memory(name: &str, shape: &[u64], bytes: u64) -> Result<(), GraphError> {
+    let needed = elements(shape).saturating_mul(bytes);
+    match available_host_bytes() {
+        Some(available) if needed > available => Err(GraphError::BadArray {
+            name: name.to_string(),
+            problem: format!(
+                "declares shape {shape:?}, about {} once read, but {} of memory are available",
+                Bytes(needed),
+                Bytes(available)
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A check that a 1-D array has `len` elements, with the error `wrong(found)` otherwise.
+fn length<'a>(
+    len: usize,
+    wrong: impl Fn(usize) -> GraphError + 'a,
+) -> impl Fn(&[u64]) -> Result<(), GraphError> + 'a {
+    move |shape| {
+        let found = elements(shape);
+        if found == len as u64 {
+            Ok(())
+        } else {
+            Err(wrong(usize::try_from(found).unwrap_or(usize::MAX)))
+        }
+    }
+}
+
 /// Name of the zip entry holding array `name`.
 fn entry_name(name: &str) -> String {
     format!("{name}.npy")
@@ -133,20 +248,13 @@ fn transpose<T: Copy>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
         .collect()
 }
 
-/// Checks that an array has exactly `dims` dimensions and returns them.
-fn dims<T>(array: &Array<T>, name: &str, dims: usize) -> Result<Vec<usize>, GraphError> {
-    if array.shape.len() != dims {
-        return Err(GraphError::BadArray {
-            name: name.to_string(),
-            problem: format!("has shape {:?}, expected {dims} dimension(s)", array.shape),
-        });
-    }
-    Ok(array.shape.iter().map(|&d| d as usize).collect())
-}
-
 /// Reads a `(rows, cols)` shape vector such as `adj_shape`.
 fn shape_pair<R: Read + Seek>(npz: &mut Npz<R>, name: &str) -> Result<(usize, usize), GraphError> {
-    let shape = npz.ints(name)?;
+    let two = |found| GraphError::BadArray {
+        name: name.to_string(),
+        problem: format!("has {found} entries, expected two sizes"),
+    };
+    let shape = npz.ints(name, &length(2, two))?;
     match *shape.data.as_slice() {
         [rows, cols] if rows >= 0 && cols >= 0 => Ok((rows as usize, cols as usize)),
         _ => Err(GraphError::BadArray {
@@ -156,33 +264,51 @@ fn shape_pair<R: Read + Seek>(npz: &mut Npz<R>, name: &str) -> Result<(usize, us
     }
 }
 
-/// Reads the arrays of a CSR matrix `prefix_{indices,indptr}` with `rows` rows and
-/// checks the row pointers; returns them with the raw column indices.
+/// Reads the arrays of a CSR matrix `prefix_{indptr,indices}` with `rows` rows, each checked
+/// from its header first (`rows + 1` row pointers, as many indices as the last one says),
+/// then the row pointers themselves; returns them with the raw column indices.
 fn csr_arrays<R: Read + Seek>(
     npz: &mut Npz<R>,
     prefix: &str,
     matrix: &'static str,
     rows: usize,
 ) -> Result<(Vec<usize>, Vec<i64>), GraphError> {
-    let indices = npz.ints(&format!("{prefix}_indices"))?.data;
-    let indptr = npz.ints(&format!("{prefix}_indptr"))?.data;
-    validate_indptr(matrix, &indptr, rows, indices.len())?;
-    Ok((indptr.into_iter().map(|p| p as usize).collect(), indices))
+    let pointers = length(rows.saturating_add(1), |found| GraphError::IndptrLength {
+        matrix,
+        found,
+        rows,
+    });
+    let indptr = npz.ints(&format!("{prefix}_indptr"), &pointers)?.data;
+    let (first, last) = (indptr[0], indptr[rows]);
+    let indices = npz.ints(&format!("{prefix}_indices"), &|shape: &[u64]| {
+        let nnz = elements(shape);
+        if u64::try_from(last).ok() == Some(nnz) {
+            return Ok(());
+        }
+        Err(GraphError::IndptrEnds {
+            matrix,
+            first,
+            last,
+            nnz: usize::try_from(nnz).unwrap_or(usize::MAX),
+        })
+    })?;
+    validate_indptr(matrix, &indptr, rows, indices.data.len())?;
+    Ok((
+        indptr.into_iter().map(|p| p as usize).collect(),
+        indices.data,
+    ))
 }
 
-/// Checks that a value array matches its index array in length.
-fn check_values_len(name: &str, values: usize, indices: usize) -> Result<(), GraphError> {
-    if values == indices {
-        return Ok(());
-    }
-    Err(GraphError::BadArray {
+/// A check that a value array has one entry per index.
+fn one_per_index(name: &str, indices: usize) -> impl Fn(&[u64]) -> Result<(), GraphError> + '_ {
+    length(indices, move |values| GraphError::BadArray {
         name: name.to_string(),
         problem: format!("has {values} entries but there are {indices} indices"),
     })
 }
 
-/// Reads the adjacency (`adj_*` arrays).
-fn read_adjacency<R: Read + Seek>(npz: &mut Npz<R>) -> Result<Csr, GraphError> {
+/// Reads `adj_shape`: the number of nodes of a square adjacency.
+fn read_nodes<R: Read + Seek>(npz: &mut Npz<R>) -> Result<usize, GraphError> {
     let (nodes, cols) = shape_pair(npz, "adj_shape")?;
     if nodes != cols {
         return Err(GraphError::BadArray {
@@ -190,11 +316,37 @@ fn read_adjacency<R: Read + Seek>(npz: &mut Npz<R>) -> Result<Csr, GraphError> {
             problem: format!("is [{nodes}, {cols}], expected a square matrix"),
         });
     }
+    Ok(nodes)
+}
+
+/// Refuses, from the headers alone, a graph of `nodes` nodes whose adjacency and features
+/// would not fit in the memory available.
+fn check_size<R: Read + Seek>(npz: &mut Npz<R>, nodes: usize) -> Result<(), GraphError> {
+    let edges = elements(&npz.shape("adj_indices")?);
+    let features = if npz.has("attr_data") {
+        elements(&npz.shape("attr_indices")?)
+    } else if npz.has("attr_matrix") {
+        elements(&npz.shape("attr_matrix")?)
+    } else {
+        0
+    };
+    let size = GraphSize {
+        nodes: nodes as u64,
+        edges,
+        feature_nonzeros: features,
+    };
+    let what = format!("a graph of {nodes} nodes, {edges} edges and {features} feature values");
+    Ok(check_host(what, size.host_bytes())?)
+}
+
+/// Reads the adjacency (`adj_*` arrays) of `nodes` nodes.
+fn read_adjacency<R: Read + Seek>(npz: &mut Npz<R>, nodes: usize) -> Result<Csr, GraphError> {
     let (indptr, indices) = csr_arrays(npz, "adj", "adjacency", nodes)?;
     let weights = if npz.has("adj_data") {
-        let data = npz.floats("adj_data")?.data;
-        check_values_len("adj_data", data.len(), indices.len())?;
-        Some(data)
+        Some(
+            npz.floats("adj_data", &one_per_index("adj_data", indices.len()))?
+                .data,
+        )
     } else {
         None
     };
@@ -209,24 +361,39 @@ fn read_adjacency<R: Read + Seek>(npz: &mut Npz<R>) -> Result<Csr, GraphError> {
     Csr::from_edges(nodes, &edges)
 }
 
-/// Reads node features, CSR (`attr_*`) or dense (`attr_matrix`).
-fn read_features<R: Read + Seek>(npz: &mut Npz<R>) -> Result<SparseMatrix, GraphError> {
+/// Reads the features of `nodes` nodes, CSR (`attr_*`) or dense (`attr_matrix`).
+fn read_features<R: Read + Seek>(
+    npz: &mut Npz<R>,
+    nodes: usize,
+) -> Result<SparseMatrix, GraphError> {
     if npz.has("attr_data") {
         let (rows, dim) = shape_pair(npz, "attr_shape")?;
+        if rows != nodes {
+            return Err(GraphError::FeatureRows { rows, nodes });
+        }
         let (indptr, raw_cols) = csr_arrays(npz, "attr", "features", rows)?;
-        let values = npz.floats("attr_data")?.data;
-        check_values_len("attr_data", values.len(), raw_cols.len())?;
+        let values = npz.floats("attr_data", &one_per_index("attr_data", raw_cols.len()))?;
         let mut cols = Vec::with_capacity(raw_cols.len());
         for row in 0..rows {
             for &c in &raw_cols[indptr[row]..indptr[row + 1]] {
                 cols.push(feature_column(row, c, dim)?);
             }
         }
-        SparseMatrix::new(rows, dim, indptr, cols, values)
+        SparseMatrix::new(rows, dim, indptr, cols, values.data)
     } else if npz.has("attr_matrix") {
-        let dense = npz.floats("attr_matrix")?;
-        let shape = dims(&dense, "attr_matrix", 2)?;
-        SparseMatrix::from_dense(shape[0], shape[1], &dense.data)
+        let dense = npz.floats("attr_matrix", &|shape: &[u64]| match *shape {
+            [rows, _] if rows == nodes as u64 => Ok(()),
+            [rows, _] => Err(GraphError::FeatureRows {
+                rows: rows as usize,
+                nodes,
+            }),
+            _ => Err(GraphError::BadArray {
+                name: "attr_matrix".into(),
+                problem: format!("has shape {shape:?}, expected 2 dimension(s)"),
+            }),
+        })?;
+        let cols = dense.shape[1] as usize;
+        SparseMatrix::from_dense(nodes, cols, &dense.data)
     } else {
         Err(GraphError::MissingArray(
             "attr_data (or attr_matrix)".into(),
@@ -234,14 +401,60 @@ fn read_features<R: Read + Seek>(npz: &mut Npz<R>) -> Result<SparseMatrix, Graph
     }
 }
 
+/// Reads the optional string array `name` when the archive has it in a string dtype
+/// (names pickled as Python objects cannot be read and are left out), checking its length
+/// with `check` first.
+fn read_names<R: Read + Seek>(
+    npz: &mut Npz<R>,
+    name: &str,
+    check: ShapeCheck<'_>,
+) -> Result<Option<Vec<String>>, GraphError> {
+    if !npz.has(name) {
+        return Ok(None);
+    }
+    npz.strings(name, check)
+}
+
 /// Reads the whole graph from an open archive.
 fn read_graph<R: Read + Seek>(npz: &mut Npz<R>, name: String) -> Result<Graph, GraphError> {
-    let adjacency = read_adjacency(npz)?;
-    let features = read_features(npz)?;
-    let labels = npz.ints("labels")?;
-    dims(&labels, "labels", 1)?;
-    let (labels, num_classes) = labels_from_raw(&labels.data, adjacency.num_nodes())?;
-    Graph::new(adjacency, features, labels, num_classes, name)
+    let nodes = read_nodes(npz)?;
+    check_size(npz, nodes)?;
+    let adjacency = read_adjacency(npz, nodes)?;
+    let features = read_features(npz, nodes)?;
+    let labels = npz.ints("labels", &|shape: &[u64]| match shape {
+        [found] if *found == nodes as u64 => Ok(()),
+        [found] => Err(GraphError::LabelCount {
+            found: usize::try_from(*found).unwrap_or(usize::MAX),
+            nodes,
+        }),
+        _ => Err(GraphError::BadArray {
+            name: "labels".into(),
+            problem: format!("has shape {shape:?}, expected 1 dimension(s)"),
+        }),
+    })?;
+    let (labels, labelled_classes) = labels_from_raw(&labels.data, nodes)?;
+    let one_per_node = length(nodes, |found| GraphError::BadArray {
+        name: "node_names".into(),
+        problem: format!("has {found} entries but the graph has {nodes} nodes"),
+    });
+    let node_names = read_names(npz, "node_names", &one_per_node)?;
+    let class_names = read_names(npz, "class_names", &|shape: &[u64]| {
+        if elements(shape) >= labelled_classes as u64 {
+            return Ok(());
+        }
+        Err(GraphError::BadArray {
+            name: "class_names".into(),
+            problem: format!(
+                "has {} entries but the labels have {labelled_classes} classes",
+                elements(shape)
+            ),
+        })
+    })?;
+    let classes = class_names
+        .as_ref()
+        .map_or(0, Vec::len)
+        .max(labelled_classes);
+    Graph::new(adjacency, features, labels, classes, name)?.with_names(node_names, class_names)
 }
 
 #[cfg(test)]
@@ -306,6 +519,83 @@ mod tests {
         assert_eq!(graph.adjacency().num_edges(), 5278);
         assert_eq!(graph.features().nnz(), 49216);
         assert_eq!(graph.labels().len(), 2708);
+        assert_eq!(graph.node_names().map(<[String]>::len), Some(2708));
+        let classes = graph.class_names().ok_or("cora has class names")?;
+        assert_eq!(classes.len(), 7);
+        assert!(classes.iter().all(|c| !c.is_empty()), "{classes:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn loads_names_and_takes_classes_from_class_names() -> TestResult {
+        let mut arrays = path_arrays();
+        let names = ["zero", "one", "two", "three"].map(String::from).to_vec();
+        arrays.push(("class_names", NpzArray::Unicode(names.clone())));
+        let graph = load_arrays(&arrays)??;
+        let nodes: Vec<&str> = graph
+            .node_names()
+            .ok_or("names")?
+            .iter()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(nodes, ["a", "b", "c", "d"]);
+        assert_eq!(graph.class_names(), Some(&names[..]));
+        assert_eq!(
+            graph.num_classes(),
+            4,
+            "a named class without nodes is a class"
+        );
+        let short = replace("node_names", NpzArray::Unicode(vec!["a".into()]));
+        let err = load_arrays(&short)?.unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("array 'node_names' has 1 entries but the graph has 4 nodes"),
+            "{err}"
+        );
+        let pickled = replace("node_names", NpzArray::Raw("|O", vec![4], vec![0; 8]));
+        assert_eq!(
+            load_arrays(&pickled)??.node_names(),
+            None,
+            "object arrays are left out"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_header_declaring_too_many_labels_is_refused_before_its_data_is_read() -> TestResult {
+        // 250 million i64 labels declared, 16 bytes present: the header alone refuses it.
+        let start = std::time::Instant::now();
+        let huge = replace(
+            "labels",
+            NpzArray::Raw("<i8", vec![250_000_000], vec![0; 16]),
+        );
+        let err = load_arrays(&huge)?.unwrap_err();
+        assert!(
+            matches!(
+                err.root(),
+                GraphError::LabelCount {
+                    found: 250_000_000,
+                    nodes: 4
+                }
+            ),
+            "{err}"
+        );
+        let indptr = replace(
+            "adj_indptr",
+            NpzArray::Raw("<i8", vec![1 << 40], vec![0; 8]),
+        );
+        let err = load_arrays(&indptr)?.unwrap_err();
+        assert!(
+            matches!(err.root(), GraphError::IndptrLength { rows: 4, .. }),
+            "{err}"
+        );
+        let indices = replace(
+            "adj_indices",
+            NpzArray::Raw("<i8", vec![1 << 40], vec![0; 8]),
+        );
+        let err = load_arrays(&indices)?.unwrap_err();
+        assert!(err.to_string().contains("needs about"), "{err}");
+        assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
         Ok(())
     }
 

@@ -18,8 +18,10 @@ static METIS_LOCK: Mutex<()> = Mutex::new(());
 /// balances approximately) is partitioned again the same way on its induced
 /// subgraph. Isolated nodes (which METIS cannot coarsen, and which make it slow) then
 /// fill the room left in the sequences, the rest forming sequences of their own.
-/// Nodes within a sequence are in ascending id order. Calls into METIS are serialised
-/// process-wide (its random state is global), so concurrent callers wait in turn.
+/// Within a sequence, nodes are in cluster order ([`cluster_order`]): a context-parallel
+/// shard, a block of consecutive nodes, is then a well-connected cluster too, and its halo
+/// follows the cut. Calls into METIS are serialised process-wide (its random state is global),
+/// so concurrent callers wait in turn.
 pub fn partition_sequences(
     adj: &Csr,
     seq_len: usize,
@@ -31,11 +33,64 @@ pub fn partition_sequences(
         ));
     }
     let all: Vec<u32> = (0..adj.num_nodes() as u32).collect();
-    let mut sequences = partition_nodes(adj, &all, seq_len, metis_seed(seed))?;
-    for sequence in &mut sequences {
-        sequence.sort_unstable();
+    let seed = metis_seed(seed);
+    let sequences = partition_nodes(adj, &all, seq_len, seed)?;
+    sequences
+        .into_iter()
+        .map(|mut sequence| {
+            sequence.sort_unstable();
+            cluster_order(&induced_subgraph(adj, &sequence), &sequence, seed)
+        })
+        .collect()
+}
+
+/// Nodes per block below which [`cluster_order`] stops bisecting.
+const ORDER_LEAF: usize = 256;
+
+/// The nodes `ids` of the graph `adj` (local node `i` is `ids[i]`) in cluster order: split in
+/// two by METIS, each half ordered the same way in turn, until blocks of [`ORDER_LEAF`] nodes
+/// (in ascending order); nodes without edges go last. Any block of consecutive nodes then
+/// follows the bisection tree, so that splitting the order into shards cuts few edges.
+fn cluster_order(adj: &Csr, ids: &[u32], seed: i32) -> Result<Vec<u32>, GraphError> {
+    if ids.len() <= ORDER_LEAF {
+        return Ok(ids.to_vec());
     }
-    Ok(sequences)
+    let (linked, isolated): (Vec<u32>, Vec<u32>) =
+        (0..ids.len() as u32).partition(|&i| adj.degree(i as usize) > 0);
+    let mut order = Vec::with_capacity(ids.len());
+    if isolated.is_empty() {
+        let halves = metis_bisect(adj, seed)?;
+        if halves.iter().any(Vec::is_empty) {
+            return Ok(ids.to_vec());
+        }
+        for half in halves {
+            let half_ids: Vec<u32> = half.iter().map(|&i| ids[i as usize]).collect();
+            order.extend(cluster_order(
+                &induced_subgraph(adj, &half),
+                &half_ids,
+                seed,
+            )?);
+        }
+    } else {
+        let linked_ids: Vec<u32> = linked.iter().map(|&i| ids[i as usize]).collect();
+        order.extend(cluster_order(
+            &induced_subgraph(adj, &linked),
+            &linked_ids,
+            seed,
+        )?);
+    }
+    order.extend(isolated.iter().map(|&i| ids[i as usize]));
+    Ok(order)
+}
+
+/// The two halves (local nodes, ascending) of METIS's bisection of `adj` (no isolated nodes).
+fn metis_bisect(adj: &Csr, seed: i32) -> Result<[Vec<u32>; 2], GraphError> {
+    let part = metis_kway(adj, 2, 30, seed)?;
+    let mut halves = [Vec::new(), Vec::new()];
+    for (node, &side) in part.iter().enumerate() {
+        halves[usize::from(side != 0)].push(node as u32);
+    }
+    Ok(halves)
 }
 
 /// Sequences of the graph `adj`, whose local node `i` is node `ids[i]` of the original graph.
@@ -264,6 +319,10 @@ mod tests {
         for seq_len in [1, 3, 4, 11] {
             check_cover(&mixed, &partition_sequences(&mixed, seq_len, 0)?, seq_len);
         }
+        assert_eq!(
+            partition_sequences(&mixed, 12, 0)?[0],
+            (0..12).collect::<Vec<u32>>()
+        );
         let sequences = partition_sequences(&mixed, 3, 0)?;
         assert!(
             sequences.contains(&vec![0, 1, 2]) && sequences.contains(&vec![5, 6, 7]),
@@ -279,6 +338,42 @@ mod tests {
             partition_sequences(&path, 0, 0),
             Err(GraphError::InvalidParameter(_))
         ));
+        Ok(())
+    }
+
+    #[test]
+    fn cluster_order_puts_communities_in_consecutive_blocks() -> TestResult {
+        // Four communities of 300 nodes whose ids interleave: in id order every block mixes
+        // them; in cluster order each half is (nearly) two whole communities.
+        let graph = sbm(&SbmParams::new(1200, 4, 7))?;
+        let adj = graph.adjacency();
+        let sequences = partition_sequences(adj, 1200, 0)?;
+        assert_eq!(sequences.len(), 1);
+        let order = &sequences[0];
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (0..1200).collect::<Vec<u32>>(),
+            "a permutation of every node"
+        );
+        let cut_of_halves = |order: &[u32]| {
+            let mut half = vec![0u8; 1200];
+            for &v in &order[600..] {
+                half[v as usize] = 1;
+            }
+            (0..1200)
+                .flat_map(|u| adj.neighbors(u).iter().map(move |&v| (u, v as usize)))
+                .filter(|&(u, v)| half[u] != half[v])
+                .count()
+        };
+        let by_id: Vec<u32> = (0..1200).collect();
+        let (clustered, plain) = (cut_of_halves(order), cut_of_halves(&by_id));
+        eprintln!("edges cut between the halves: cluster order {clustered}, id order {plain}");
+        assert!(
+            2 * clustered < plain,
+            "cluster order cuts {clustered} edges, id order {plain}"
+        );
         Ok(())
     }
 

@@ -15,7 +15,8 @@ const PLANETOID_VAL: usize = 500;
 const PLANETOID_TEST: usize = 1000;
 
 /// How to split the nodes; text forms `random:TRAIN:VAL` and `per-class:K`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SplitSpec {
     /// Fractions of the nodes for training and validation (each in (0, 1), summing to
     /// less than 1); the rest is the test set.
@@ -34,6 +35,16 @@ pub enum SplitSpec {
     },
 }
 
+impl Default for SplitSpec {
+    /// `random:0.6:0.2`.
+    fn default() -> Self {
+        SplitSpec::Random {
+            train: 0.6,
+            val: 0.2,
+        }
+    }
+}
+
 /// Disjoint sets of node ids, each in ascending order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split {
@@ -43,6 +54,17 @@ pub struct Split {
     pub val: Vec<u32>,
     /// Nodes for the final evaluation.
     pub test: Vec<u32>,
+}
+
+impl Split {
+    /// No node in any set (inference, which predicts every node).
+    pub fn none() -> Self {
+        Self {
+            train: Vec::new(),
+            val: Vec::new(),
+            test: Vec::new(),
+        }
+    }
 }
 
 /// Splits the nodes of `graph` by `spec`, shuffled by `seed`; equal inputs give equal splits.

@@ -7,6 +7,7 @@ use super::dataset::Graph;
 use super::error::GraphError;
 use super::rmat::{RmatParams, rmat};
 use super::sbm::{SbmParams, sbm};
+use crate::memory::{GraphSize, check_host};
 
 /// A synthetic graph named by its short text form; other parameters take their defaults
 /// ([`SbmParams::new`], [`RmatParams::new`]).
@@ -29,12 +30,43 @@ pub enum SyntheticSpec {
 }
 
 impl SyntheticSpec {
-    /// Generates the graph for `seed`.
+    /// Generates the graph for `seed`, after refusing one whose estimated size exceeds the
+    /// host's available memory or whose node ids would not fit in 32 bits.
     pub fn generate(&self, seed: u64) -> Result<Graph, GraphError> {
+        let size = self.size();
+        check_host(format!("--synthetic {self}"), size.host_bytes())?;
+        if size.nodes > u64::from(u32::MAX) {
+            return Err(GraphError::TooManyNodes(size.nodes));
+        }
         match *self {
             SyntheticSpec::Sbm { nodes, classes } => sbm(&SbmParams::new(nodes, classes, seed)),
             SyntheticSpec::Rmat { scale, edge_factor } => {
                 rmat(&RmatParams::new(scale, edge_factor, seed))
+            }
+        }
+    }
+
+    /// The size of the graph this spec generates (edges and feature values before duplicates
+    /// merge: an upper bound), from the generators' default parameters.
+    pub fn size(&self) -> GraphSize {
+        match *self {
+            SyntheticSpec::Sbm { nodes, classes } => {
+                let params = SbmParams::new(nodes, classes, 0);
+                let nodes = nodes as u64;
+                GraphSize {
+                    nodes,
+                    edges: (nodes as f64 * params.avg_degree / 2.0).round() as u64,
+                    feature_nonzeros: nodes.saturating_mul(params.words_per_node as u64),
+                }
+            }
+            SyntheticSpec::Rmat { scale, edge_factor } => {
+                let params = RmatParams::new(scale, edge_factor, 0);
+                let nodes = 1u64 << scale;
+                GraphSize {
+                    nodes,
+                    edges: nodes.saturating_mul(edge_factor as u64),
+                    feature_nonzeros: nodes.saturating_mul(params.words_per_node as u64),
+                }
             }
         }
     }
@@ -115,6 +147,25 @@ mod tests {
                 .num_nodes(),
             256
         );
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_a_graph_beyond_memory_before_generating_it() -> TestResult {
+        let start = std::time::Instant::now();
+        let spec: SyntheticSpec = "sbm:1000000000000:4".parse()?;
+        assert!(spec.size().host_bytes() > 100_000_000_000_000);
+        match spec.generate(0) {
+            Err(GraphError::OutOfMemory(e)) => assert!(
+                e.to_string()
+                    .starts_with("--synthetic sbm:1000000000000:4 needs about 2"),
+                "{e}"
+            ),
+            // Where the system does not say how much memory is free, the node limit refuses it.
+            Err(GraphError::TooManyNodes(nodes)) => assert_eq!(nodes, 1_000_000_000_000),
+            other => return Err(format!("expected a refusal, got {other:?}").into()),
+        }
+        assert!(start.elapsed().as_secs() < 5, "refused without generating");
         Ok(())
     }
 

@@ -43,6 +43,9 @@ pub enum NpzArray {
     F64Fortran(Vec<f64>, Vec<u64>),
     /// `<U8` strings, 1-D.
     Unicode(Vec<String>),
+    /// A raw `.npy`: a header of dtype `descr` declaring `shape`, then `data` as given
+    /// (which need not hold what the header declares).
+    Raw(&'static str, Vec<u64>, Vec<u8>),
 }
 
 /// Writes `arrays` as an `.npz` (deflate-compressed, as `np.savez_compressed` does).
@@ -70,6 +73,21 @@ pub fn write_npz(
                     writer.push(s.as_str())?;
                 }
                 writer.finish()?;
+            }
+            NpzArray::Raw(descr, shape, data) => {
+                let dims: Vec<String> = shape.iter().map(|d| format!("{d},")).collect();
+                let mut header = format!(
+                    "{{'descr': '{descr}', 'fortran_order': False, 'shape': ({}), }}",
+                    dims.join(" ")
+                );
+                while (10 + header.len() + 1) % 64 != 0 {
+                    header.push(' ');
+                }
+                header.push('\n');
+                zip.write_all(b"\x93NUMPY\x01\x00")?;
+                zip.write_all(&(header.len() as u16).to_le_bytes())?;
+                zip.write_all(header.as_bytes())?;
+                zip.write_all(data)?;
             }
         }
     }

@@ -10,16 +10,19 @@ use burn::{
             ops::{Backward, Ops, OpsKind},
         },
     },
-    tensor::{backend::AutodiffBackend, ops::FloatTensor},
+    tensor::backend::AutodiffBackend,
 };
 
-use super::{AttentionGrads, AttentionInputs, AttentionSaved, BiasedAttentionBackend};
+use super::{
+    AttentionBackwardBackend, AttentionGrads, AttentionInputs, AttentionSaved,
+    BiasedAttentionBackend,
+};
 
 /// The backward step of biased attention, registered on the autodiff graph.
 #[derive(Debug)]
 struct BiasedAttentionBackward;
 
-impl<B: BiasedAttentionBackend> Backward<B, 4> for BiasedAttentionBackward {
+impl<B: AttentionBackwardBackend> Backward<B, 4> for BiasedAttentionBackward {
     type State = (AttentionInputs<B>, AttentionSaved<B>);
 
     fn backward(
@@ -41,7 +44,7 @@ impl<B: BiasedAttentionBackend> Backward<B, 4> for BiasedAttentionBackward {
     }
 }
 
-impl<B: BiasedAttentionBackend, C: CheckpointStrategy> BiasedAttentionBackend for Autodiff<B, C> {
+impl<B: AttentionBackwardBackend, C: CheckpointStrategy> BiasedAttentionBackend for Autodiff<B, C> {
     fn biased_attention(inputs: AttentionInputs<Self>) -> AttentionSaved<Self> {
         let AttentionInputs {
             q,
@@ -85,13 +88,5 @@ impl<B: BiasedAttentionBackend, C: CheckpointStrategy> BiasedAttentionBackend fo
                 }
             }
         }
-    }
-
-    fn biased_attention_backward(
-        _inputs: AttentionInputs<Self>,
-        _saved: AttentionSaved<Self>,
-        _grad_output: FloatTensor<Self>,
-    ) -> AttentionGrads<Self> {
-        unreachable!("second-order gradients of biased attention are not supported")
     }
 }

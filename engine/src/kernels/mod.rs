@@ -1,6 +1,7 @@
 //! Custom kernels bound into burn as backend extensions.
 //!
-//! [`BiasedAttentionBackend`] (attention) and [`SparseMatmulBackend`] (sparse-feature
+//! [`BiasedAttentionBackend`] and [`AttentionBackwardBackend`] (attention) and
+//! [`SparseMatmulBackend`] (sparse-feature
 //! projection and embedding gather, in [`sparse`]) are the extension traits; each is
 //! implemented by
 //! - the wgpu backend, running the WGSL of `shaders/` ([`wgpu`]),
@@ -10,13 +11,20 @@
 //! The reference is the test oracle on every backend.
 
 mod autodiff;
+mod gradients;
+pub mod hops;
 mod launch;
 mod pairs;
+pub mod plan;
 pub mod reference;
 pub mod shaders;
 pub mod sparse;
 mod wgpu;
 
+pub use hops::{
+    HopsAttentionBackend, HopsAttentionBackward, HopsIndex, HopsPattern, hops_attention,
+    hops_attention_with_lse,
+};
 pub use pairs::{MAX_BLOCK_BYTES, PairBuckets};
 pub use sparse::{CsrIndex, SparseMatmulBackend, SparseMatrix, sparse_matmul};
 
@@ -87,7 +95,12 @@ impl<B: Backend> AttentionInputs<B> {
 pub trait BiasedAttentionBackend: SparseMatmulBackend {
     /// The forward pass; never materialises an S×S float matrix on backends with a fused kernel.
     fn biased_attention(inputs: AttentionInputs<Self>) -> AttentionSaved<Self>;
+}
 
+/// A backend that computes the backward of biased attention itself (the wgpu and CPU
+/// backends); `Autodiff<B>` over such a `B` registers it on its graph, and has no backward
+/// method of its own (second-order gradients are not supported).
+pub trait AttentionBackwardBackend: BiasedAttentionBackend {
     /// The backward pass from the gradient of the output.
     fn biased_attention_backward(
         inputs: AttentionInputs<Self>,

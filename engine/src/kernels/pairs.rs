@@ -19,6 +19,9 @@ pub struct PairBuckets<B: Backend> {
     pub cols: usize,
     /// Query rows per block.
     pub block_rows: usize,
+    /// The largest bucket of any pair (0 when there are none): the kernels refuse a bias table
+    /// without a column for it.
+    pub max_bucket: u8,
     /// The packed blocks, `[ceil(rows_in_block · cols / 4)]` each.
     pub blocks: Vec<Tensor<B, 1, Int>>,
 }
@@ -57,6 +60,7 @@ impl<B: Backend> PairBuckets<B> {
             rows,
             cols,
             block_rows,
+            max_bucket: buckets.iter().copied().max().unwrap_or(0),
             blocks,
         }
     }
@@ -68,6 +72,17 @@ impl<B: Backend> PairBuckets<B> {
     }
 }
 
+/// Panics, with the numbers, when a pair's bucket `max_bucket` has no column in a bias table of
+/// `buckets` columns: the fused kernels would read another head's bias or write past an array,
+/// and the reference would silently give it no bias. The model sizes its table from the same
+/// maximum distance as the buckets, so this is a broken invariant, not bad input.
+pub(crate) fn assert_in_table(max_bucket: u8, buckets: usize) {
+    assert!(
+        usize::from(max_bucket) < buckets,
+        "a pair has bucket {max_bucket}, outside the bias table of {buckets} buckets"
+    );
+}
+
 impl<B: AutodiffBackend> PairBuckets<B> {
     /// The same buckets on the inner backend.
     pub fn inner(self) -> PairBuckets<B::InnerBackend> {
@@ -75,13 +90,14 @@ impl<B: AutodiffBackend> PairBuckets<B> {
             rows: self.rows,
             cols: self.cols,
             block_rows: self.block_rows,
+            max_bucket: self.max_bucket,
             blocks: self.blocks.into_iter().map(Tensor::inner).collect(),
         }
     }
 }
 
 /// Packs one-byte buckets four to a 32-bit word, little-endian, the last word zero-padded.
-fn pack_buckets(buckets: &[u8]) -> Vec<i32> {
+pub(crate) fn pack_buckets(buckets: &[u8]) -> Vec<i32> {
     buckets
         .chunks(4)
         .map(|chunk| {
@@ -109,6 +125,7 @@ mod tests {
         let pairs =
             PairBuckets::<CpuBackend>::with_block_bytes(&buckets, 3, 7, &Default::default());
         assert_eq!((pairs.rows, pairs.cols, pairs.block_rows), (5, 3, 2));
+        assert_eq!(pairs.max_bucket, 14, "the largest bucket is recorded");
         assert_eq!(pairs.blocks.len(), 3);
         assert_eq!(pairs.block_range(2), 4..5);
         let last = pairs.blocks[2].clone().into_data().convert::<i32>();

@@ -10,7 +10,10 @@ use burn::tensor::{
     backend::Backend,
 };
 
-use super::{AttentionGrads, AttentionInputs, AttentionSaved, BiasedAttentionBackend, PairBuckets};
+use super::{
+    AttentionBackwardBackend, AttentionGrads, AttentionInputs, AttentionSaved,
+    BiasedAttentionBackend, PairBuckets, pairs::assert_in_table,
+};
 use crate::device::CpuBackend;
 
 /// Unpacks the blocks of packed pair buckets into one integer per pair, row-major,
@@ -26,7 +29,10 @@ pub fn unpack_buckets<B: Backend>(pairs: PairBuckets<B>) -> Tensor<B, 1, Int> {
 }
 
 /// The first `count` one-byte buckets of packed `words`.
-fn unpack_words<B: Backend>(pairs: Tensor<B, 1, Int>, count: usize) -> Tensor<B, 1, Int> {
+pub(crate) fn unpack_words<B: Backend>(
+    pairs: Tensor<B, 1, Int>,
+    count: usize,
+) -> Tensor<B, 1, Int> {
     let [words] = pairs.dims();
     let shifts = Tensor::<B, 1, Int>::from_data(
         TensorData::new(vec![0i32, 8, 16, 24], [4]),
@@ -95,6 +101,7 @@ fn scores<B: Backend>(
         [rows, cols],
         "one bucket per query-key pair"
     );
+    assert_in_table(pairs.max_bucket, table.dims()[1]);
     let scale = (head_dim as f64).sqrt().recip();
     let buckets = unpack_buckets(pairs);
     q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, buckets, [rows, cols])
@@ -184,7 +191,9 @@ impl BiasedAttentionBackend for CpuBackend {
     fn biased_attention(inputs: AttentionInputs<Self>) -> AttentionSaved<Self> {
         forward(inputs)
     }
+}
 
+impl AttentionBackwardBackend for CpuBackend {
     fn biased_attention_backward(
         inputs: AttentionInputs<Self>,
         saved: AttentionSaved<Self>,

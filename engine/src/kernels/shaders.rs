@@ -13,15 +13,27 @@ pub enum Shader {
     AttentionBackwardKey,
     /// `sparse_matmul.wgsl`.
     SparseMatmul,
+    /// `hops_forward.wgsl`.
+    HopsForward,
+    /// `hops_backward_query.wgsl`.
+    HopsBackwardQuery,
+    /// `hops_backward_key.wgsl`.
+    HopsBackwardKey,
+    /// `column_sums.wgsl`.
+    ColumnSums,
 }
 
 impl Shader {
     /// Every shader, for validation.
-    pub const ALL: [Shader; 4] = [
+    pub const ALL: [Shader; 8] = [
         Shader::AttentionForward,
         Shader::AttentionBackwardQuery,
         Shader::AttentionBackwardKey,
         Shader::SparseMatmul,
+        Shader::HopsForward,
+        Shader::HopsBackwardQuery,
+        Shader::HopsBackwardKey,
+        Shader::ColumnSums,
     ];
 
     /// The file name under `shaders/`.
@@ -31,6 +43,10 @@ impl Shader {
             Shader::AttentionBackwardQuery => "attention_backward_query.wgsl",
             Shader::AttentionBackwardKey => "attention_backward_key.wgsl",
             Shader::SparseMatmul => "sparse_matmul.wgsl",
+            Shader::HopsForward => "hops_forward.wgsl",
+            Shader::HopsBackwardQuery => "hops_backward_query.wgsl",
+            Shader::HopsBackwardKey => "hops_backward_key.wgsl",
+            Shader::ColumnSums => "column_sums.wgsl",
         }
     }
 
@@ -45,6 +61,10 @@ impl Shader {
                 include_str!("../../../shaders/attention_backward_key.wgsl")
             }
             Shader::SparseMatmul => include_str!("../../../shaders/sparse_matmul.wgsl"),
+            Shader::HopsForward => include_str!("../../../shaders/hops_forward.wgsl"),
+            Shader::HopsBackwardQuery => include_str!("../../../shaders/hops_backward_query.wgsl"),
+            Shader::HopsBackwardKey => include_str!("../../../shaders/hops_backward_key.wgsl"),
+            Shader::ColumnSums => include_str!("../../../shaders/column_sums.wgsl"),
         }
     }
 
@@ -54,6 +74,9 @@ impl Shader {
             Shader::AttentionForward => 8,
             Shader::AttentionBackwardQuery | Shader::AttentionBackwardKey => 11,
             Shader::SparseMatmul => 7,
+            Shader::HopsForward => 10,
+            Shader::HopsBackwardQuery | Shader::HopsBackwardKey => 13,
+            Shader::ColumnSums => 3,
         }
     }
 
@@ -65,6 +88,10 @@ impl Shader {
             | Shader::AttentionBackwardQuery
             | Shader::AttentionBackwardKey => size_of::<AttentionParams>(),
             Shader::SparseMatmul => size_of::<SparseParams>(),
+            Shader::HopsForward | Shader::HopsBackwardQuery | Shader::HopsBackwardKey => {
+                size_of::<HopsParams>()
+            }
+            Shader::ColumnSums => size_of::<ColumnSumParams>(),
         }
     }
 
@@ -135,6 +162,42 @@ pub struct SparseParams {
     pub _pad: [u32; 2],
 }
 
+/// The parameters of the hops-scope attention shaders, mirrored by their `struct Params`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct HopsParams {
+    /// Attention heads.
+    pub heads: u32,
+    /// Query rows.
+    pub rows: u32,
+    /// Keys.
+    pub keys: u32,
+    /// Head dimension.
+    pub head_dim: u32,
+    /// Bias-table columns.
+    pub buckets: u32,
+    /// Score scale, 1/√head_dim.
+    pub scale: f32,
+    /// Pairs of the pattern.
+    pub pairs: u32,
+    /// Padding to 32 bytes.
+    pub _pad: u32,
+}
+
+/// The parameters of `column_sums.wgsl`, mirrored by its `struct Params`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ColumnSumParams {
+    /// Leading (batch) dimension.
+    pub batch: u32,
+    /// Rows summed.
+    pub rows: u32,
+    /// Columns.
+    pub width: u32,
+    /// Chunks of rows in the output.
+    pub chunks: u32,
+}
+
 /// What naga made of one shader: the translations to every target it supports.
 #[derive(Debug, Clone)]
 pub struct Translations {
@@ -150,6 +213,8 @@ pub struct Translations {
     pub bindings: Vec<u32>,
     /// Bytes of the WGSL `struct Params`, if the shader declares one.
     pub params_bytes: Option<u32>,
+    /// The validated module naga parsed (entry points, variables, types).
+    pub module: naga::Module,
 }
 
 /// A shader that naga rejected, with naga's message.
@@ -240,6 +305,7 @@ impl Shader {
             glsl,
             bindings,
             params_bytes,
+            module,
         })
     }
 }

@@ -3,11 +3,13 @@
 use burn::{
     module::Module,
     nn::{Linear, LinearConfig},
-    tensor::{Tensor, backend::Backend},
+    tensor::{Tensor, activation::softmax, backend::Backend},
 };
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::{BiasedAttentionBackend, PairBuckets, biased_attention, reference};
+use super::{AttentionPairs, ModelBackend, SequenceTensors};
+use crate::comm::{RowExchange, gather_rows};
+use crate::kernels::{biased_attention, hops, hops_attention, hops_attention_with_lse, reference};
 
 /// Which implementation computes the biased attention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -22,7 +24,8 @@ pub enum AttentionKernel {
     Reference,
 }
 
-/// Multi-head attention whose scores get a per-head `[S, S]` bias added before the softmax.
+/// Multi-head attention whose scores get a per-head bias, looked up by each pair's distance
+/// bucket, added before the softmax.
 #[derive(Module, Debug)]
 pub struct BiasedAttention<B: Backend> {
     qkv: Linear<B>,
@@ -43,50 +46,126 @@ impl<B: Backend> BiasedAttention<B> {
     }
 }
 
-impl<B: BiasedAttentionBackend> BiasedAttention<B> {
-    /// Attends the query rows `x` (`[rows, hidden]`) to the keys of `x_all` (`[keys, hidden]`,
-    /// the whole sequence, of which `x` is a block), adding `table[head, bucket(i, j)]` to the
-    /// score of each pair; `pairs` holds the packed one-byte buckets, `rows × keys`.
+impl<B: Backend> BiasedAttention<B> {
+    /// Which implementation computes the attention.
+    pub fn kernel(&self) -> AttentionKernel {
+        self.kernel
+    }
+}
+
+impl<B: ModelBackend> BiasedAttention<B> {
+    /// Attends the node rows `h` (`[rows, hidden]`, this shard's) and the global tokens
+    /// `tokens` (`[G, hidden]`, if the model has any) to their pairs, adding
+    /// `table[head, bucket]` to each pair's score: under the full scope every row attends to
+    /// every node of the key table `keys` (`[S, hidden]`); under the hops scope each row to its
+    /// near pairs in the key table and to the tokens, and each token to this shard's rows (its
+    /// partial attentions over the shards combined through their log-sum-exp). Returns
+    /// `[rows + G, hidden]`, the tokens last.
     pub fn forward(
         &self,
-        x: Tensor<B, 2>,
-        x_all: Tensor<B, 2>,
+        h: Tensor<B, 2>,
+        tokens: Option<Tensor<B, 2>>,
+        keys: Tensor<B, 2>,
         table: Tensor<B, 2>,
-        pairs: PairBuckets<B>,
+        seq: &SequenceTensors<B>,
     ) -> Tensor<B, 2> {
-        let [rows, hidden] = x.dims();
-        let [keys, _] = x_all.dims();
-        let head_dim = hidden / self.heads;
+        let [rows, hidden] = h.dims();
+        let heads = self.heads;
+        let head_dim = hidden / heads;
         // The fused projection's weight is [hidden, 3·hidden]: queries, keys, values.
         let project = |input: Tensor<B, 2>, columns: std::ops::Range<usize>| {
             let weight = self.qkv.weight.val().slice([0..hidden, columns.clone()]);
             let out = input.matmul(weight);
-            match &self.qkv.bias {
+            let out = match &self.qkv.bias {
                 Some(bias) => out + bias.val().slice([columns]).unsqueeze_dim(0),
                 None => out,
+            };
+            // [n, hidden] → [heads, n, head_dim]
+            let [n, _] = out.dims();
+            out.reshape([n, heads, head_dim]).swap_dims(0, 1)
+        };
+        let q = project(h, 0..hidden);
+        let sources = match &tokens {
+            Some(t) => Tensor::cat(vec![keys, t.clone()], 0),
+            None => keys,
+        };
+        let k = project(sources.clone(), hidden..2 * hidden);
+        let v = project(sources, 2 * hidden..3 * hidden);
+        let context = match &seq.pairs {
+            AttentionPairs::Dense(buckets) => match self.kernel {
+                AttentionKernel::Fused => biased_attention(q, k, v, table, buckets.clone()),
+                AttentionKernel::Reference => reference::attention(q, k, v, table, buckets.clone()),
+            },
+            AttentionPairs::Hops {
+                nodes,
+                tokens: token_pairs,
+            } => {
+                let nodes_context = match self.kernel {
+                    AttentionKernel::Fused => {
+                        hops_attention(q, k.clone(), v.clone(), table.clone(), nodes)
+                    }
+                    AttentionKernel::Reference => {
+                        hops::reference::attention(q, k.clone(), v.clone(), table.clone(), nodes).0
+                    }
+                };
+                match (tokens, token_pairs) {
+                    (Some(t), Some(pairs)) => {
+                        let own = [0..heads, 0..rows, 0..head_dim];
+                        let (k, v) = (k.slice(own.clone()), v.slice(own));
+                        let q = project(t, 0..hidden);
+                        let (partial, lse) = match self.kernel {
+                            AttentionKernel::Fused => {
+                                hops_attention_with_lse(q, k, v, table, pairs)
+                            }
+                            AttentionKernel::Reference => {
+                                hops::reference::attention(q, k, v, table, pairs)
+                            }
+                        };
+                        let token_context =
+                            combine_shards(partial, lse, seq.token_exchange.as_ref());
+                        Tensor::cat(vec![nodes_context, token_context], 1)
+                    }
+                    _ => nodes_context,
+                }
             }
         };
-        // [rows, hidden] → [heads, rows, head_dim]
-        let q = project(x, 0..hidden)
-            .reshape([rows, self.heads, head_dim])
-            .swap_dims(0, 1);
-        // [keys, 2·hidden] → [2, heads, keys, head_dim]
-        let kv = project(x_all, hidden..3 * hidden)
-            .reshape([keys, 2, self.heads, head_dim])
-            .permute([1, 2, 0, 3]);
-        let mut parts = kv.chunk(2, 0).into_iter();
-        let mut next = || {
-            parts
-                .next()
-                .expect("chunk(2) yields two parts")
-                .reshape([self.heads, keys, head_dim])
-        };
-        let (k, v) = (next(), next());
-        let context = match self.kernel {
-            AttentionKernel::Fused => biased_attention(q, k, v, table, pairs),
-            AttentionKernel::Reference => reference::attention(q, k, v, table, pairs),
-        };
-        let context = context.swap_dims(0, 1).reshape([rows, hidden]);
+        let [_, count, _] = context.dims();
+        let context = context.swap_dims(0, 1).reshape([count, hidden]);
         self.output.forward(context)
     }
+}
+
+/// The global tokens' attention from each shard's partial attention over its own rows
+/// (`[heads, G, head_dim]` with its log-sum-exp `[heads, G]`): the partials weighted by the
+/// softmax of their log-sum-exps, the same bits on every shard.
+fn combine_shards<B: ModelBackend>(
+    partial: Tensor<B, 3>,
+    lse: Tensor<B, 2>,
+    exchange: Option<&RowExchange>,
+) -> Tensor<B, 3> {
+    let Some(exchange) = exchange else {
+        return partial;
+    };
+    let [heads, tokens, head_dim] = partial.dims();
+    let width = heads * tokens * head_dim;
+    let packed = Tensor::cat(
+        vec![
+            partial.reshape([1, width]),
+            lse.reshape([1, heads * tokens]),
+        ],
+        1,
+    );
+    let all = gather_rows(packed, exchange);
+    let shards = exchange.rows.len();
+    let partials = all
+        .clone()
+        .slice([0..shards, 0..width])
+        .reshape([shards, heads, tokens, head_dim]);
+    let lses = all
+        .slice([0..shards, width..width + heads * tokens])
+        .reshape([shards, heads, tokens]);
+    let weights = softmax(lses, 0).unsqueeze_dim::<4>(3);
+    (partials * weights)
+        .sum_dim(0)
+        .reshape([heads, tokens, head_dim])
 }

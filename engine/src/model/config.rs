@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::AttentionKernel;
-use crate::EngineError;
+use super::{AttentionKernel, AttentionScope};
+use crate::{EngineError, kernels::plan::MAX_FUSED_HEAD_DIM};
 
 /// Shape and regularisation of a [`GraphTransformer`](super::GraphTransformer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +34,14 @@ pub struct ModelConfig {
     pub propagation_steps: usize,
     /// Teleport probability of that propagation.
     pub teleport: f64,
+    /// Which pairs attend to each other (configurations written before scopes were added
+    /// read as `full`).
+    #[serde(default)]
+    pub scope: AttentionScope,
+    /// Learned global tokens (hops scope only): every node attends to them and they attend to
+    /// every node of the sequence.
+    #[serde(default)]
+    pub global_tokens: usize,
 }
 
 impl ModelConfig {
@@ -54,12 +62,25 @@ impl ModelConfig {
             attention: AttentionKernel::Fused,
             propagation_steps: 10,
             teleport: 0.1,
+            scope: AttentionScope::Full,
+            global_tokens: 0,
         }
     }
 
-    /// Number of spatial-bias buckets: distances 0..=max_distance plus one "far" bucket.
+    /// Number of distance buckets: distances 0..=max_distance plus one "far" bucket.
     pub fn distance_buckets(&self) -> usize {
         self.max_distance as usize + 2
+    }
+
+    /// Columns of the spatial-bias table: the distance buckets, plus one shared by every pair
+    /// with a global token when the model has any.
+    pub fn bias_buckets(&self) -> usize {
+        self.distance_buckets() + usize::from(self.global_tokens > 0)
+    }
+
+    /// The bias bucket of pairs with a global token, if the model has any.
+    pub fn global_bucket(&self) -> Option<u8> {
+        (self.global_tokens > 0).then_some(self.distance_buckets() as u8)
     }
 
     /// Width of one attention head.
@@ -88,10 +109,12 @@ impl ModelConfig {
                 self.heads, self.hidden
             ));
         }
-        if self.attention == AttentionKernel::Fused && !self.head_dim().is_multiple_of(4) {
+        let head_dim = self.head_dim();
+        if self.attention == AttentionKernel::Fused
+            && (!head_dim.is_multiple_of(4) || head_dim > MAX_FUSED_HEAD_DIM)
+        {
             return fail(format!(
-                "the fused attention kernels need a head dimension (hidden / heads = {}) that is a multiple of 4; change --hidden or --heads, or use --attention reference",
-                self.head_dim()
+                "the fused attention kernels need a head dimension (hidden / heads = {head_dim}) that is a multiple of 4 and at most {MAX_FUSED_HEAD_DIM} (what their per-invocation arrays hold); change --hidden or --heads, or use --attention reference"
             ));
         }
         if self.max_distance == u8::MAX {
@@ -106,6 +129,18 @@ impl ModelConfig {
             if !(0.0..1.0).contains(&p) {
                 return fail(format!("{name} must be in [0, 1), got {p}"));
             }
+        }
+        if self.global_tokens > 0 && self.max_distance >= u8::MAX - 1 {
+            return fail(format!(
+                "max_distance ({}) must be below 254 with global tokens (their bias bucket follows the far one)",
+                self.max_distance
+            ));
+        }
+        if self.global_tokens > 0 && !self.scope.is_hops() {
+            return fail(format!(
+                "global tokens ({}) need a hops scope (--scope hops:K); the full scope already attends to every node",
+                self.global_tokens
+            ));
         }
         if !(0.0..=1.0).contains(&self.teleport) {
             return fail(format!("teleport must be in [0, 1], got {}", self.teleport));

@@ -39,21 +39,42 @@ impl<B: Backend> GraphTransformerLayer<B> {
 }
 
 impl<B: ModelBackend> GraphTransformerLayer<B> {
-    /// Applies the layer to `x` (`[rows, hidden]`: the sequence, or this shard's rows of it),
-    /// with the spatial-bias `table` looked up by the packed pair buckets. Attention keys and
-    /// message-passing sources are the whole sequence's rows, gathered from the shards.
+    /// Applies the layer to `x` (`[rows + G, hidden]`: the sequence's rows, or this shard's,
+    /// then the G global tokens), with the spatial-bias `table`. Attention keys and
+    /// message-passing sources come from the key table (the whole sequence, or this shard's
+    /// rows and halo), assembled from the shards.
     pub fn forward(
         &self,
         x: Tensor<B, 2>,
         table: Tensor<B, 2>,
         seq: &SequenceTensors<B>,
     ) -> Tensor<B, 2> {
+        let [count, hidden] = x.dims();
+        let rows = seq.nodes;
         let h = self.norm_mix.forward(x.clone());
-        let h_all = seq.gather(h.clone());
-        let attended = self
-            .attention
-            .forward(h, h_all.clone(), table, seq.buckets.clone());
-        let local = self.local.forward(propagate(h_all, &seq.edges, seq.nodes));
+        let (h, tokens) = if count > rows {
+            (
+                h.clone().slice([0..rows, 0..hidden]),
+                Some(h.slice([rows..count, 0..hidden])),
+            )
+        } else {
+            (h, None)
+        };
+        let keys = seq.gather(h.clone());
+        let kernel = self.attention.kernel();
+        let local = self
+            .local
+            .forward(propagate(keys.clone(), &seq.adjacency, kernel));
+        let attended = self.attention.forward(h, tokens, keys, table, seq);
+        // The global tokens take no part in message passing.
+        let local = if count > rows {
+            Tensor::cat(
+                vec![local, Tensor::zeros([count - rows, hidden], &x.device())],
+                0,
+            )
+        } else {
+            local
+        };
         let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
         let f = self.norm_ffn.forward(x.clone());
         let f = self

@@ -9,6 +9,7 @@ mod layer;
 mod params;
 mod propagate;
 mod sequence;
+mod shard;
 mod state;
 mod transfer;
 mod transformer;
@@ -16,16 +17,21 @@ mod transformer;
 pub use attention::{AttentionKernel, BiasedAttention};
 pub use config::ModelConfig;
 pub use layer::GraphTransformerLayer;
+pub use megagraph_planner::{AttentionScope, DEFAULT_MAX_PAIRS};
 pub use params::ModelPart;
 pub use propagate::propagate;
-pub use sequence::{EdgeTensors, HostSequence, SequenceTensors};
+pub use sequence::{AttentionPairs, KeyExchange, SequenceTensors};
+pub use shard::{HostSequence, SequencePairs, ShardSpec};
 pub use state::{AdamMoments, ModelOptimizer, adam_moments, restore_adam};
 pub use transformer::GraphTransformer;
 
-use crate::{comm::RowExchangeBackend, kernels::BiasedAttentionBackend};
+use crate::{
+    comm::ExchangeBackend,
+    kernels::{BiasedAttentionBackend, HopsAttentionBackend},
+};
 
-/// What the model needs of a backend: the fused attention and the row exchange of context
-/// parallelism.
-pub trait ModelBackend: BiasedAttentionBackend + RowExchangeBackend {}
+/// What the model needs of a backend: the fused attention of both scopes and the row
+/// exchanges of context parallelism.
+pub trait ModelBackend: BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend {}
 
-impl<B: BiasedAttentionBackend + RowExchangeBackend> ModelBackend for B {}
+impl<B: BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend> ModelBackend for B {}

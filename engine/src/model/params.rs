@@ -11,7 +11,7 @@ use burn::{
 };
 
 use super::{GraphTransformer, ModelConfig};
-use crate::device::CpuBackend;
+use crate::{device::CpuBackend, host::host_f32};
 
 /// The part of the model a pipeline stage runs: the embedding (first stage), a range of
 /// transformer layers, the output head (last stage). The shared spatial-bias table belongs to
@@ -58,9 +58,7 @@ struct Values<'a> {
 impl<B: Backend> ModuleVisitor<B> for Values<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if self.wanted.contains(&param.id) {
-            let values = param.val().into_data().convert::<f32>().to_vec::<f32>();
-            self.found
-                .insert(param.id, values.expect("converted to f32"));
+            self.found.insert(param.id, host_f32(param.val()));
         }
     }
 }
@@ -90,6 +88,7 @@ impl<B: Backend> GraphTransformer<B> {
         if part.embedding {
             self.input.visit(&mut ids);
             self.degree.visit(&mut ids);
+            self.tokens.visit(&mut ids);
         }
         for layer in &self.layers[part.layers.clone()] {
             layer.visit(&mut ids);
@@ -118,10 +117,16 @@ impl<B: Backend> GraphTransformer<B> {
             .collect()
     }
 
-    /// Every parameter's values in the canonical order: the whole model's part, then the table.
-    pub fn all_parameter_values(&self) -> Vec<f32> {
+    /// Every parameter's id in the canonical order (that of checkpoints and saved models): the
+    /// whole model's part, then the table.
+    pub fn canonical_ids(&self) -> Vec<ParamId> {
         let mut ids = self.part_ids(&ModelPart::whole(self.layers.len()));
         ids.push(self.table_id());
-        self.parameter_values(&ids)
+        ids
+    }
+
+    /// Every parameter's values in the canonical order.
+    pub fn all_parameter_values(&self) -> Vec<f32> {
+        self.parameter_values(&self.canonical_ids())
     }
 }

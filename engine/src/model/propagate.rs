@@ -1,18 +1,20 @@
-//! Sparse message passing: `out[dst] += weight · h[src]` over a sequence's edges.
+//! Sparse message passing: the normalised adjacency of a shard's rows times the node states of
+//! its key table, `out[i] = Σ_j A[i, j] · h[j]`.
 
-use burn::tensor::{IndexingUpdateOp, Tensor, backend::Backend};
+use burn::tensor::Tensor;
 
-use super::EdgeTensors;
+use super::{AttentionKernel, ModelBackend};
+use crate::kernels::{SparseMatrix, sparse};
 
-/// Multiplies node states `h` (`[keys, C]`, the whole sequence) by the rows of the
-/// normalised adjacency held in `edges`, giving `[rows, C]`.
-pub fn propagate<B: Backend>(h: Tensor<B, 2>, edges: &EdgeTensors<B>, rows: usize) -> Tensor<B, 2> {
-    let [_, width] = h.dims();
-    let messages = h.select(0, edges.src.clone()) * edges.weight.clone();
-    Tensor::zeros([rows, width], &messages.device()).select_assign(
-        0,
-        edges.dst.clone(),
-        messages,
-        IndexingUpdateOp::Add,
-    )
+/// Multiplies node states `h` (`[keys, C]`, the key table) by the `[rows, keys]` normalised
+/// adjacency, giving `[rows, C]`: the CSR × dense kernel, or the plain-op reference.
+pub fn propagate<B: ModelBackend>(
+    h: Tensor<B, 2>,
+    adjacency: &SparseMatrix<B>,
+    kernel: AttentionKernel,
+) -> Tensor<B, 2> {
+    match kernel {
+        AttentionKernel::Fused => B::sparse_matmul(adjacency.clone(), h),
+        AttentionKernel::Reference => sparse::reference::sparse_matmul(adjacency.clone(), h),
+    }
 }

@@ -1,22 +1,37 @@
-//! A graph-aware sequence of nodes, uploaded to a device for one forward pass.
+//! A graph-aware sequence of nodes, or one context-parallel shard of it, on a device: what one
+//! forward pass reads.
 
-use std::ops::Range;
+use burn::tensor::{Int, Tensor, backend::AutodiffBackend, backend::Backend};
 
-use burn::tensor::{Int, Tensor, TensorData, backend::Backend};
+use crate::comm::{HaloExchange, RowExchange, exchange_halo, gather_rows};
+use crate::kernels::{HopsPattern, PairBuckets, SparseMatrix};
 
-use crate::comm::{RowExchange, RowExchangeBackend, gather_rows};
-use crate::graph::{Csr, Graph, distance_buckets, gcn_normalized_edges, induced_subgraph};
-use crate::kernels::{CsrIndex, PairBuckets, SparseMatrix};
+use super::ModelBackend;
 
-/// The normalised message-passing edges into a sequence's rows (self-loops included).
+/// The attention pairs of a shard.
 #[derive(Debug, Clone)]
-pub struct EdgeTensors<B: Backend> {
-    /// Destination of each edge: a row of this shard (`0..nodes`).
-    pub dst: Tensor<B, 1, Int>,
-    /// Source of each edge: a node of the whole sequence (`0..keys`).
-    pub src: Tensor<B, 1, Int>,
-    /// Symmetric normalisation weight of each edge, shape `[edges, 1]`.
-    pub weight: Tensor<B, 2>,
+pub enum AttentionPairs<B: Backend> {
+    /// Full scope: the bucket of every (row, key) pair, packed, `rows × keys`.
+    Dense(PairBuckets<B>),
+    /// Hops scope: the shard's rows over its key table (near pairs and global tokens) and,
+    /// with global tokens, the tokens' rows over the shard's own rows.
+    Hops {
+        /// The node rows' pairs.
+        nodes: HopsPattern<B>,
+        /// The global tokens' pairs.
+        tokens: Option<HopsPattern<B>>,
+    },
+}
+
+/// How a shard reads the rows of the other shards of its group.
+#[derive(Debug, Clone)]
+pub enum KeyExchange {
+    /// One device holds the whole sequence.
+    None,
+    /// Full scope: every shard's rows, all-gathered.
+    Gather(RowExchange),
+    /// Hops scope: the halo rows, point to point.
+    Halo(HaloExchange),
 }
 
 /// Everything the model reads about one sequence, or about one context-parallel shard of it
@@ -25,131 +40,113 @@ pub struct EdgeTensors<B: Backend> {
 pub struct SequenceTensors<B: Backend> {
     /// Rows held here: the nodes S of the sequence, or the shard's block of them.
     pub nodes: usize,
-    /// Nodes S of the whole sequence (the attention keys).
+    /// Node rows of the key table the attention and the message passing read: the whole
+    /// sequence (full scope), or this shard's rows followed by its halo (hops scope).
     pub keys: usize,
-    /// How the shards exchange rows; `None` when one device holds the whole sequence.
-    pub exchange: Option<RowExchange>,
+    /// How the key table is assembled from the shards.
+    pub exchange: KeyExchange,
     /// The sparse input features of the rows held here, `[nodes, features]`.
     pub features: SparseMatrix<B>,
     /// The degree of each row's node in the whole graph, clamped to the model's `max_degree`,
     /// as a one-hot `[nodes, max_degree + 1]` matrix (times the degree-embedding table: the
     /// lookup).
     pub degrees: SparseMatrix<B>,
-    /// Distance bucket of every (row, key) pair, row-major, one byte each, packed as the
-    /// attention kernels read them (`nodes × keys`).
-    pub buckets: PairBuckets<B>,
-    /// Message-passing edges inside the sequence.
-    pub edges: EdgeTensors<B>,
+    /// The attention pairs.
+    pub pairs: AttentionPairs<B>,
+    /// The normalised message-passing matrix of the rows held here over the key table,
+    /// `[nodes, keys]`.
+    pub adjacency: SparseMatrix<B>,
+    /// How the global tokens' partial attentions over the shards combine (one row per shard);
+    /// `None` on one device or without tokens.
+    pub token_exchange: Option<RowExchange>,
 }
 
-/// Host-side data of one sequence: computed once (the BFS buckets are the costly part) and
-/// uploaded at every step that uses it.
-#[derive(Debug, Clone)]
-pub struct HostSequence {
-    /// Global ids of the nodes, in sequence order.
-    pub nodes: Vec<u32>,
-    /// Adjacency induced on the sequence (local indices).
-    pub adjacency: Csr,
-    /// One byte per ordered pair: shortest-path distance, or `max_distance + 1` for "far".
-    pub buckets: Vec<u8>,
-}
-
-impl HostSequence {
-    /// Builds the sequence of `nodes` of `graph`, with distances truncated at `max_distance`.
-    pub fn new(graph: &Graph, nodes: Vec<u32>, max_distance: u8) -> Self {
-        let adjacency = induced_subgraph(graph.adjacency(), &nodes);
-        let buckets = distance_buckets(&adjacency, max_distance);
-        Self {
-            nodes,
-            adjacency,
-            buckets,
-        }
-    }
-
-    /// Uploads the whole sequence to `device`.
-    pub fn to_device<B: Backend>(
-        &self,
-        graph: &Graph,
-        max_degree: usize,
-        device: &B::Device,
-    ) -> SequenceTensors<B> {
-        self.shard_to_device(graph, max_degree, 0..self.nodes.len(), None, device)
-    }
-
-    /// Uploads the rows `rows` of the sequence to `device`: their features, degrees, their
-    /// row block of the pair buckets and the edges into them; `exchange` connects the shards.
-    pub fn shard_to_device<B: Backend>(
-        &self,
-        graph: &Graph,
-        max_degree: usize,
-        rows: Range<usize>,
-        exchange: Option<RowExchange>,
-        device: &B::Device,
-    ) -> SequenceTensors<B> {
-        let keys = self.nodes.len();
-        assert!(
-            rows.start < rows.end && rows.end <= keys,
-            "shard rows {rows:?} must be a non-empty range within the {keys} nodes"
-        );
-        let first = rows.start;
-        let shard_nodes = &self.nodes[rows.clone()];
-        let features = graph.features();
-        let mut offsets = vec![0];
-        let mut cols = Vec::new();
-        let mut values = Vec::new();
-        for &node in shard_nodes {
-            let (c, v) = features.row(node as usize);
-            cols.extend_from_slice(c);
-            values.extend_from_slice(v);
-            offsets.push(cols.len());
-        }
-        let degrees: Vec<u32> = shard_nodes
-            .iter()
-            .map(|&n| graph.adjacency().degree(n as usize).min(max_degree) as u32)
-            .collect();
-        let (all_dst, all_src, all_weight) = gcn_normalized_edges(&self.adjacency);
-        let (mut dst, mut src, mut weight) = (Vec::new(), Vec::new(), Vec::new());
-        for ((d, s), w) in all_dst.into_iter().zip(all_src).zip(all_weight) {
-            if rows.contains(&(d as usize)) {
-                dst.push((d as usize - first) as i32);
-                src.push(s as i32);
-                weight.push(w);
-            }
-        }
-        let edge_count = weight.len();
-        SequenceTensors {
-            nodes: rows.len(),
-            keys,
-            exchange,
-            features: SparseMatrix::new(
-                &CsrIndex::new(features.cols(), &offsets, &cols),
-                values,
-                device,
-            ),
-            degrees: SparseMatrix::one_hot(&degrees, max_degree + 1, device),
-            buckets: PairBuckets::new(&self.buckets[first * keys..rows.end * keys], keys, device),
-            edges: EdgeTensors {
-                dst: int_tensor(dst, device),
-                src: int_tensor(src, device),
-                weight: Tensor::from_data(TensorData::new(weight, [edge_count, 1]), device),
-            },
-        }
-    }
-}
-
-impl<B: RowExchangeBackend> SequenceTensors<B> {
-    /// The rows of the whole sequence (`[keys, C]`) from this shard's rows (`[nodes, C]`):
-    /// `x` itself on one device, an all-gather over the shards under context parallelism.
+impl<B: ModelBackend> SequenceTensors<B> {
+    /// The key table (`[keys, C]`) from this shard's rows (`[nodes, C]`): `x` itself on one
+    /// device, an all-gather over the shards (full scope), or `x` and its halo (hops scope).
     pub fn gather(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         match &self.exchange {
-            None => x,
-            Some(exchange) => gather_rows(x, exchange),
+            KeyExchange::None => x,
+            KeyExchange::Gather(exchange) => gather_rows(x, exchange),
+            KeyExchange::Halo(exchange) => exchange_halo(x, exchange),
         }
     }
 }
 
-/// A 1-D integer tensor from host values.
-fn int_tensor<B: Backend>(values: Vec<i32>, device: &B::Device) -> Tensor<B, 1, Int> {
-    let len = values.len();
-    Tensor::from_data(TensorData::new(values, [len]), device)
+impl<B: Backend> SequenceTensors<B> {
+    /// The same tensors on the autodiff backend `A` over `B` (no copy; nothing is tracked).
+    pub fn lift<A: AutodiffBackend<InnerBackend = B>>(self) -> SequenceTensors<A> {
+        let int = |t: Tensor<B, 1, Int>| Tensor::<A, 1, Int>::from_inner(t);
+        SequenceTensors {
+            nodes: self.nodes,
+            keys: self.keys,
+            exchange: self.exchange,
+            features: lift_sparse(self.features),
+            degrees: lift_sparse(self.degrees),
+            pairs: match self.pairs {
+                AttentionPairs::Dense(buckets) => AttentionPairs::Dense(PairBuckets {
+                    rows: buckets.rows,
+                    cols: buckets.cols,
+                    block_rows: buckets.block_rows,
+                    max_bucket: buckets.max_bucket,
+                    blocks: buckets.blocks.into_iter().map(int).collect(),
+                }),
+                AttentionPairs::Hops { nodes, tokens } => AttentionPairs::Hops {
+                    nodes: nodes.map(int),
+                    tokens: tokens.map(|t| t.map(int)),
+                },
+            },
+            adjacency: lift_sparse(self.adjacency),
+            token_exchange: self.token_exchange,
+        }
+    }
+
+    /// Bytes of device memory the tensors hold.
+    pub fn device_bytes(&self) -> u64 {
+        let ints = |t: &Tensor<B, 1, Int>| 4 * t.dims()[0] as u64;
+        let sparse = |m: &SparseMatrix<B>| {
+            ints(&m.row_offsets)
+                + ints(&m.entry_rows)
+                + ints(&m.entry_cols)
+                + ints(&m.col_offsets)
+                + ints(&m.col_entries)
+                + 4 * m.nnz() as u64
+        };
+        let hops = |p: &HopsPattern<B>| {
+            [
+                &p.row_offsets,
+                &p.pair_keys,
+                &p.pair_rows,
+                &p.pair_buckets,
+                &p.col_offsets,
+                &p.col_rows,
+                &p.col_buckets,
+            ]
+            .into_iter()
+            .map(ints)
+            .sum::<u64>()
+        };
+        let pairs = match &self.pairs {
+            AttentionPairs::Dense(buckets) => buckets.blocks.iter().map(ints).sum(),
+            AttentionPairs::Hops { nodes, tokens } => hops(nodes) + tokens.as_ref().map_or(0, hops),
+        };
+        sparse(&self.features) + sparse(&self.degrees) + sparse(&self.adjacency) + pairs
+    }
+}
+
+/// A sparse matrix on the autodiff backend `A` over `B`.
+fn lift_sparse<B: Backend, A: AutodiffBackend<InnerBackend = B>>(
+    m: SparseMatrix<B>,
+) -> SparseMatrix<A> {
+    let int = |t: Tensor<B, 1, Int>| Tensor::<A, 1, Int>::from_inner(t);
+    SparseMatrix {
+        rows: m.rows,
+        cols: m.cols,
+        row_offsets: int(m.row_offsets),
+        entry_rows: int(m.entry_rows),
+        entry_cols: int(m.entry_cols),
+        col_offsets: int(m.col_offsets),
+        col_entries: int(m.col_entries),
+        values: Tensor::from_inner(m.values),
+    }
 }

@@ -17,6 +17,7 @@ use burn::{
 };
 
 use super::GraphTransformer;
+use crate::host::host_f32;
 
 /// The optimizer every worker uses.
 pub type ModelOptimizer<B> = OptimizerAdaptor<Adam, GraphTransformer<B>, B>;
@@ -34,11 +35,6 @@ pub struct AdamMoments {
     pub moment_1: Vec<f32>,
     /// Second moment, row-major, one value per parameter element.
     pub moment_2: Vec<f32>,
-}
-
-/// The host values of a tensor.
-fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
-    (tensor.into_data().convert::<f32>().to_vec::<f32>()).expect("converted to f32")
 }
 
 /// Collects the shapes of the float parameters named in `wanted`.
@@ -130,8 +126,8 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Export<'_, B> {
                 let momentum = record.into_state::<D>().momentum;
                 AdamMoments {
                     time: momentum.time,
-                    moment_1: host(momentum.moment_1),
-                    moment_2: host(momentum.moment_2),
+                    moment_1: host_f32(momentum.moment_1),
+                    moment_2: host_f32(momentum.moment_2),
                 }
             }
             None => {
@@ -274,7 +270,7 @@ mod tests {
                 ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
             };
             config.validate()?;
-            let host = HostSequence::new(&graph, (0..NODES as u32).collect(), config.max_distance);
+            let host = HostSequence::new(&graph, (0..NODES as u32).collect(), &config);
             Ok(Self {
                 graph,
                 host,
@@ -294,7 +290,7 @@ mod tests {
             optimizer: &mut ModelOptimizer<B>,
         ) -> GraphTransformer<B> {
             let device = Default::default();
-            let seq = (self.host).to_device::<B>(&self.graph, self.config.max_degree, &device);
+            let seq = (self.host).to_device::<B>(&self.graph, &self.config, &device);
             let labels: Vec<i32> = (self.host.nodes.iter())
                 .map(|&n| self.graph.labels()[n as usize] as i32)
                 .collect();

@@ -2,7 +2,7 @@
 //! propagation.
 
 use burn::{
-    module::{Module, Param},
+    module::{Initializer, Module, Param},
     nn::{
         Dropout, DropoutConfig, Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear,
         LinearConfig,
@@ -35,6 +35,9 @@ pub struct GraphTransformer<B: Backend> {
     teleport: f64,
     /// Fused kernels for the embedding too, or plain burn ops everywhere.
     kernel: AttentionKernel,
+    /// The learned initial states of the global tokens, `[G, hidden]` (hops scope); last, so
+    /// that a model without them draws the same initial values as before they existed.
+    pub(super) tokens: Option<Param<Tensor<B, 2>>>,
 }
 
 impl<B: Backend> GraphTransformer<B> {
@@ -45,7 +48,7 @@ impl<B: Backend> GraphTransformer<B> {
             input: LinearConfig::new(config.features, config.hidden).init(device),
             degree: EmbeddingConfig::new(config.max_degree + 1, config.hidden).init(device),
             spatial_bias: Param::from_tensor(Tensor::zeros(
-                [config.heads, config.distance_buckets()],
+                [config.heads, config.bias_buckets()],
                 device,
             )),
             layers: (0..config.layers)
@@ -59,6 +62,14 @@ impl<B: Backend> GraphTransformer<B> {
             propagation_steps: config.propagation_steps,
             teleport: config.teleport,
             kernel: config.attention,
+            tokens: (config.global_tokens > 0).then(|| {
+                let bound = (config.hidden as f64).sqrt().recip();
+                Initializer::Uniform {
+                    min: -bound,
+                    max: bound,
+                }
+                .init([config.global_tokens, config.hidden], device)
+            }),
         }
     }
 }
@@ -72,12 +83,17 @@ impl<B: ModelBackend> GraphTransformer<B> {
         self.forward_output(x, seq)
     }
 
-    /// The first pipeline stage's part before its layers: the input embedding, `[rows, hidden]`.
+    /// The first pipeline stage's part before its layers: the input embedding of the rows,
+    /// then the global tokens' states, `[rows + G, hidden]`.
     pub fn forward_embedding(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
-        self.dropout.forward(self.embed(seq))
+        let x = self.dropout.forward(self.embed(seq));
+        match &self.tokens {
+            Some(tokens) => Tensor::cat(vec![x, tokens.val()], 0),
+            None => x,
+        }
     }
 
-    /// Transformer layers `layers` applied to `x` (`[rows, hidden]`).
+    /// Transformer layers `layers` applied to `x` (`[rows + G, hidden]`).
     pub fn forward_layers(
         &self,
         mut x: Tensor<B, 2>,
@@ -91,8 +107,10 @@ impl<B: ModelBackend> GraphTransformer<B> {
     }
 
     /// The last pipeline stage's part after its layers: output norm, classification head and
-    /// logit propagation, `[rows, classes]`.
+    /// logit propagation of the rows (the global tokens dropped), `[rows, classes]`.
     pub fn forward_output(&self, x: Tensor<B, 2>, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
+        let [_, hidden] = x.dims();
+        let x = x.slice([0..seq.nodes, 0..hidden]);
         let logits = self.head.forward(self.norm_out.forward(x));
         self.propagate_logits(logits, seq)
     }
@@ -126,7 +144,7 @@ impl<B: ModelBackend> GraphTransformer<B> {
     fn propagate_logits(&self, logits: Tensor<B, 2>, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
         let mut z = logits.clone();
         for _ in 0..self.propagation_steps {
-            z = propagate(seq.gather(z), &seq.edges, seq.nodes) * (1.0 - self.teleport)
+            z = propagate(seq.gather(z), &seq.adjacency, self.kernel) * (1.0 - self.teleport)
                 + logits.clone() * self.teleport;
         }
         z

@@ -23,8 +23,8 @@ use crate::{
     },
     comm::{Tag, pack_bytes, unpack_bytes},
     device::MemoryProbe,
-    model::{AdamMoments, ModelBackend, ModelOptimizer, ModelPart, adam_moments, restore_adam},
-    train::EpochMetrics,
+    model::{AdamMoments, ModelBackend, ModelOptimizer, adam_moments, restore_adam},
+    train::{EpochMetrics, TrainOptions},
 };
 
 /// Where and how often a run saves its state, and whether it starts from a saved one.
@@ -38,6 +38,9 @@ pub struct CheckpointOptions {
     pub keep: usize,
     /// Start from the newest valid checkpoint of `dir`.
     pub resume: bool,
+    /// Write the parameters of every epoch that improves the validation accuracy to this file
+    /// (a saved model, see [`crate::checkpoint`]), so that it ends holding the best epoch's.
+    pub save_model: Option<PathBuf>,
 }
 
 impl CheckpointOptions {
@@ -112,15 +115,6 @@ where
     B: AutodiffBackend + MemoryProbe + ModelBackend,
     B::InnerBackend: ModelBackend,
 {
-    /// The canonical parameter order: the whole model's part, then the table.
-    fn canonical_ids(&self) -> Vec<ParamId> {
-        let mut ids = self
-            .model
-            .part_ids(&ModelPart::whole(self.job.config.layers));
-        ids.push(self.model.table_id());
-        ids
-    }
-
     /// The parameters this device steps: its stage's, then the table.
     fn stepped_ids(&self) -> Vec<ParamId> {
         let mut ids = self.model.part_ids(&self.part);
@@ -236,12 +230,22 @@ where
                 seed: self.job.options.seed,
                 plan: self.job.layout.degrees().to_string(),
                 model: json(serde_json::to_value(self.job.config)),
+                settings: json(serde_json::to_value(self.settings())),
                 step_losses: progress.step_losses.clone(),
                 history: json(serde_json::to_value(&progress.history)),
                 best: json(serde_json::to_value(&progress.best)),
             },
             tensors,
         })
+    }
+
+    /// The run's settings as checkpoints and saved models store them: the options with the
+    /// model configuration the graph gave.
+    pub(super) fn settings(&self) -> TrainOptions {
+        TrainOptions {
+            model: self.job.config.clone(),
+            ..self.job.options.clone()
+        }
     }
 
     /// On the lead of a run that saves checkpoints without resuming: an error if the
@@ -282,7 +286,7 @@ where
                 .flat_map(|t| t.values)
                 .collect();
             self.comm
-                .broadcast(&self.everyone, lead, Tag::Checkpoint, pack_bytes(&meta))?;
+                .broadcast(&self.everyone, lead, Tag::Checkpoint, pack_bytes(&meta)?)?;
             self.comm
                 .broadcast(&self.everyone, lead, Tag::Checkpoint, values.clone())?;
             (checkpoint.meta, values)
@@ -300,7 +304,7 @@ where
                 .broadcast(&self.everyone, lead, Tag::Checkpoint, Vec::new())?;
             (meta, values)
         };
-        let ids = self.canonical_ids();
+        let ids = self.model.canonical_ids();
         let total: usize = sizes(&self.model.parameter_shapes(&ids)).iter().sum();
         if values.len() != 3 * total + ids.len() {
             return Err(EngineError::Checkpoint(format!(
@@ -352,13 +356,18 @@ where
                 path.display()
             );
         }
-        let here = serde_json::to_value(self.job.config).expect("config serializes");
-        if checkpoint.meta.model != here {
+        // Read through the config's type, so that a checkpoint written before a field existed
+        // takes its default.
+        let theirs =
+            serde_json::from_value::<crate::model::ModelConfig>(checkpoint.meta.model.clone())
+                .map_err(|e| {
+                    EngineError::Checkpoint(format!("{}: its model: {e}", path.display()))
+                })?;
+        if &theirs != self.job.config {
             return Err(EngineError::Checkpoint(format!(
-                "{} was written for another model ({}); this run's model is {}",
+                "{} was written for another model: {}",
                 path.display(),
-                checkpoint.meta.model,
-                here
+                model_differences(&theirs, self.job.config)
             )));
         }
         eprintln!(
@@ -372,6 +381,35 @@ where
         );
         Ok(checkpoint)
     }
+}
+
+/// The settings in which `theirs` differs from `here`: `name theirs (this run: here)`, each.
+fn model_differences(
+    theirs: &crate::model::ModelConfig,
+    here: &crate::model::ModelConfig,
+) -> String {
+    let (theirs, here) = (
+        serde_json::to_value(theirs).expect("config serializes"),
+        serde_json::to_value(here).expect("config serializes"),
+    );
+    let text = |v: &serde_json::Value| match v.get("kind") {
+        // A scope reads as on the command line.
+        Some(_) => serde_json::from_value::<crate::model::AttentionScope>(v.clone())
+            .map_or_else(|_| v.to_string(), |s| s.to_string()),
+        None => v.to_string(),
+    };
+    let (Some(theirs), Some(here)) = (theirs.as_object(), here.as_object()) else {
+        return String::from("its settings differ");
+    };
+    theirs
+        .iter()
+        .filter(|(key, value)| here.get(*key) != Some(value))
+        .map(|(key, value)| {
+            let mine = here.get(key).map_or_else(|| "none".into(), text);
+            format!("{key} {} (this run: {mine})", text(value))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A moment tensor of parameter `index`.
@@ -426,6 +464,7 @@ mod tests {
             every: 5,
             keep: 2,
             resume: false,
+            save_model: None,
         };
         assert!(every.validate().is_ok());
         assert!(every.due(10) && !every.due(7));

@@ -8,7 +8,10 @@ use burn::{
     tensor::{Tensor, TensorData, backend::AutodiffBackend},
 };
 
-use crate::comm::{CommError, Communicator, Rank, Tag};
+use crate::{
+    comm::{CommError, Communicator, Rank, Tag},
+    host::host_f32,
+};
 
 /// Copies the gradients of `ids` out to the host (zeros for a parameter without one), in
 /// visiting order.
@@ -27,8 +30,7 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Extract<'_> {
         let shape = param.val().dims().to_vec();
         match self.grads.get::<B::InnerBackend, D>(param.id) {
             Some(grad) => {
-                let host = grad.into_data().convert::<f32>().to_vec::<f32>();
-                self.values.extend(host.expect("converted to f32"));
+                self.values.extend(host_f32(grad));
             }
             None => self
                 .values

@@ -171,7 +171,7 @@ impl Layout {
 /// Splits `nodes` rows in proportion to `shares` (cumulative rounding, so the parts sum to
 /// `nodes`), moving rows from the largest part to keep every part non-empty; needs
 /// `nodes >= shares.len()`.
-fn split_rows(nodes: usize, shares: &[f64]) -> Vec<usize> {
+pub(crate) fn split_rows(nodes: usize, shares: &[f64]) -> Vec<usize> {
     let total: f64 = shares.iter().sum();
     let mut bounds = Vec::with_capacity(shares.len() + 1);
     bounds.push(0usize);

@@ -18,15 +18,19 @@
 //! [`GraphTransformer::initialised`](crate::model::GraphTransformer::initialised)). A
 //! worker that fails aborts the job on every device; the error names the rank.
 
+mod best;
+mod cache;
 mod checkpointing;
 mod grads;
 mod layout;
-mod schedule;
+mod transfer;
 mod worker;
 
+pub use cache::DEVICE_CACHE_BYTES;
 pub use checkpointing::CheckpointOptions;
+pub(crate) use layout::split_rows;
 pub use layout::{Layout, Role};
-pub use schedule::{Pass, one_forward_one_backward};
+pub use megagraph_planner::{Pass, one_forward_one_backward};
 pub use worker::epoch_batches;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -38,8 +42,8 @@ use crate::{
     comm::{CommError, Communicator, LocalHub, Rank},
     device::MemoryProbe,
     graph::{Graph, Split},
-    model::{AttentionKernel, ModelBackend, ModelConfig},
-    train::{EpochMetrics, LabelledSequence, TrainOptions, TrainReport, build_sequences},
+    model::{ModelBackend, ModelConfig},
+    train::{EpochMetrics, Sequences, TrainOptions, TrainReport, training_sequences},
 };
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use worker::{Job, Worker, WorkerOutcome};
@@ -133,15 +137,9 @@ where
             device.rank
         )));
     }
-    let sequences = build_sequences(
-        graph,
-        split,
-        options.seq_len,
-        config.max_distance,
-        options.seed,
-    )?;
+    let sequences = training_sequences(graph, split, options)?;
     let devices: Vec<(Rank, &B::Device)> = local.iter().map(|d| (d.rank, &d.device)).collect();
-    check_shards_fit::<B>(layout, &config, &sequences, &devices)?;
+    check_shards_fit::<B>(graph, layout, &config, &sequences, &devices)?;
     let job = Job {
         graph,
         sequences: &sequences,
@@ -151,6 +149,7 @@ where
         checkpoint: run.checkpoint,
     };
     let lead = layout.device(0, 0, 0);
+    let local_lead = local.iter().any(|d| d.rank == lead);
     let (progress, epochs) = mpsc::channel();
     let results: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
@@ -160,7 +159,11 @@ where
             handles.push(scope.spawn(move || run_guarded::<B>(job, rank, device, comm, progress)));
         }
         drop(progress);
+        let mut first = local_lead.then(|| {
+            crate::progress::task("the first epoch (its first steps compile and tune the kernels)")
+        });
         for metrics in epochs {
+            first.take();
             on_epoch(&metrics);
         }
         handles
@@ -179,45 +182,99 @@ where
 }
 
 /// Checks before any work that every device can allocate the largest buffer of its shard of
-/// every sequence. The fused kernels read the pair buckets in blocks of whole rows of at most
-/// [`MAX_BLOCK_BYTES`](crate::kernels::MAX_BLOCK_BYTES) (WebGPU's guaranteed binding size), so
-/// only one row of them must fit; the reference attention holds `[heads, rows, keys]` scores
-/// in one buffer. An allocation beyond the limit does not fail cleanly on every backend
-/// (cubecl's wgpu server panics on its own thread and the kernels then read an unbound
-/// buffer), so it must never be attempted.
-fn check_shards_fit<B: MemoryProbe>(
+/// every sequence (see [`HostSequence::largest_buffers`](crate::model::HostSequence)). An
+/// allocation beyond the limit does not fail cleanly on every backend (cubecl's wgpu server
+/// panics on its own thread and the kernels then read an unbound buffer), so it must never be
+/// attempted.
+pub(crate) fn check_shards_fit<B: MemoryProbe>(
+    graph: &Graph,
     layout: &Layout,
     config: &ModelConfig,
-    sequences: &[LabelledSequence],
+    sequences: &Sequences,
     devices: &[(Rank, &B::Device)],
 ) -> Result<(), EngineError> {
     for &(rank, device) in devices {
+        let Some(limit) = B::max_buffer_bytes(device) else {
+            continue;
+        };
         let role = layout.role(rank).expect("ranks have roles");
-        let limit = B::max_buffer_bytes(device);
-        for seq in sequences {
-            let nodes = seq.host.nodes.len();
-            let rows = layout.shard_rows(role.replica, role.stage, nodes)?[role.shard];
-            let Some(limit) = limit else { continue };
-            let pairs = (rows * nodes) as u64;
-            let mut buffers = vec![("pair-bucket row", nodes as u64)];
-            if config.attention == AttentionKernel::Reference {
-                buffers.push(("attention-score", 4 * config.heads as u64 * pairs));
-            }
-            for (what, needed) in buffers {
-                if needed > limit {
-                    return Err(EngineError::ShardTooLarge {
-                        rank,
-                        nodes,
-                        rows,
-                        what,
-                        needed,
-                        limit,
-                    });
-                }
-            }
+        for index in 0..sequences.len() {
+            let nodes = sequences.get(index).nodes.len();
+            let rows = layout.shard_rows(role.replica, role.stage, nodes)?;
+            let ranges: Vec<_> = (0..rows.len())
+                .map(|c| Layout::shard_range(&rows, c))
+                .collect();
+            let host = sequences.host(index, graph);
+            check_buffers(&host, config, &ranges[role.shard], rank, limit)?;
         }
     }
     Ok(())
+}
+
+/// Refuses the rows `range` of `host` on device `rank` if one of their buffers exceeds
+/// `limit` bytes.
+fn check_buffers(
+    host: &crate::model::HostSequence,
+    config: &ModelConfig,
+    range: &std::ops::Range<usize>,
+    rank: Rank,
+    limit: u64,
+) -> Result<(), EngineError> {
+    match host
+        .largest_buffers(config, range)
+        .into_iter()
+        .find(|&(_, needed)| needed > limit)
+    {
+        Some((what, needed)) => Err(EngineError::ShardTooLarge {
+            rank,
+            nodes: host.len(),
+            rows: range.len(),
+            what,
+            needed,
+            limit,
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_buffers;
+    use crate::graph::SyntheticSpec;
+    use crate::model::{AttentionScope, HostSequence, ModelConfig};
+
+    #[test]
+    fn near_pairs_beyond_the_buffer_limit_are_refused_with_what_would_fit()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let graph = "sbm:200:2".parse::<SyntheticSpec>()?.generate(1)?;
+        let config = ModelConfig {
+            scope: "hops:3:64".parse::<AttentionScope>()?,
+            global_tokens: 1,
+            hidden: 8,
+            heads: 2,
+            ffn_hidden: 8,
+            ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+        };
+        let host = HostSequence::new(&graph, (0..200).collect(), &config);
+        let pairs: u64 = (0..200)
+            .map(|i| match &host.pairs {
+                crate::model::SequencePairs::Near(near) => near.row(i).0.len() as u64 + 1,
+                crate::model::SequencePairs::Dense(_) => unreachable!("a hops scope"),
+            })
+            .sum();
+        check_buffers(&host, &config, &(0..200), 0, 4 * pairs)?;
+        let limit = 4 * pairs - 4;
+        let refused = check_buffers(&host, &config, &(0..200), 3, limit)
+            .expect_err("one pair too many")
+            .to_string();
+        assert!(
+            refused.contains(&format!("{}-byte near-pair buffer", 4 * pairs))
+                && refused.contains(&format!("at most {} near pairs fit", limit / 4))
+                && refused.starts_with("device 3 cannot hold its shard of a 200-node sequence"),
+            "{refused}"
+        );
+        Ok(())
+    }
 }
 
 /// Runs one worker, turning a panic into an error and aborting the job on any failure so that

@@ -1,6 +1,7 @@
 //! One device's part of a parallel training job: its pipeline passes over its shard of each
 //! sequence, the gradient sums, the optimizer step, and its share of evaluation.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, mpsc::Sender};
@@ -12,33 +13,33 @@ use burn::{
         AdamConfig, GradientsAccumulator, GradientsParams, Optimizer, decay::WeightDecayConfig,
     },
     tensor::{
-        ElementConversion, Tensor, TensorData,
-        activation::log_softmax,
-        backend::{AutodiffBackend, Backend},
+        ElementConversion, Tensor, TensorData, activation::log_softmax, backend::AutodiffBackend,
     },
 };
 use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
 
 use super::{
-    CheckpointOptions, Layout, Role,
+    CheckpointOptions, Layout, Pass, Role,
+    cache::{DEVICE_CACHE_BYTES, DeviceCache},
     grads::all_reduce_gradients,
-    schedule::{Pass, one_forward_one_backward},
+    one_forward_one_backward,
 };
 use crate::{
     EngineError,
-    comm::{Communicator, Rank, RowExchange, Tag},
+    comm::{Communicator, Rank, Tag},
     device::MemoryProbe,
     graph::Graph,
     model::{
         GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart, SequenceTensors,
+        ShardSpec,
     },
-    train::{DeviceRun, EpochMetrics, LabelledSequence, Role as NodeRole, TrainOptions},
+    train::{DeviceRun, EpochMetrics, LabelledSequence, Role as NodeRole, Sequences, TrainOptions},
 };
 
 /// What every worker reads: the data, the options and the plan.
 pub(super) struct Job<'a> {
     pub graph: &'a Graph,
-    pub sequences: &'a [LabelledSequence],
+    pub sequences: &'a Sequences,
     pub options: &'a TrainOptions,
     pub config: &'a ModelConfig,
     pub layout: &'a Layout,
@@ -106,12 +107,14 @@ pub(super) struct Worker<'a, B: AutodiffBackend> {
     pub(super) rank: Rank,
     pub(super) role: Role,
     pub(super) part: ModelPart,
-    device: B::Device,
+    pub(super) device: B::Device,
     pub(super) comm: Arc<dyn Communicator>,
     pub(super) model: GraphTransformer<B>,
     /// All devices of the job, for the table's gradient and the reports.
     pub(super) everyone: Vec<Rank>,
     peak_in_use: PeakTracker,
+    /// This device's uploaded shards of the sequences.
+    cache: RefCell<DeviceCache<B::InnerBackend>>,
 }
 
 /// The largest of the samples taken, if any.
@@ -159,6 +162,7 @@ where
             comm,
             everyone: layout.ranks(),
             peak_in_use: PeakTracker::default(),
+            cache: RefCell::new(DeviceCache::new(DEVICE_CACHE_BYTES)),
         }
     }
 
@@ -190,6 +194,7 @@ where
         }
         let batch = self.job.layout.batch();
         let mut step_times = Vec::new();
+        let mut step_sent = 0u64;
         let mut peak: Option<u64> = None;
         let done = |state: &Progress| options.max_steps.is_some_and(|max| state.step() >= max);
         while state.epoch <= options.epochs && !done(&state) {
@@ -203,6 +208,7 @@ where
                     break;
                 }
                 let start = Instant::now();
+                let sent_before = self.comm.sent_bytes();
                 B::seed(
                     &self.device,
                     dropout_seed(options.seed, state.step(), self.rank),
@@ -210,10 +216,13 @@ where
                 let (model, loss) = self.step(batch, self.model.clone(), &mut optimizer)?;
                 self.model = model;
                 step_times.push(start.elapsed().as_secs_f64());
+                step_sent += self.comm.sent_bytes() - sent_before;
                 if !loss.is_finite() {
-                    return Err(EngineError::InvalidOptions(format!(
-                        "training diverged at epoch {epoch}: loss is {loss} (try a lower learning rate)"
-                    )));
+                    return Err(EngineError::Diverged {
+                        epoch,
+                        step: state.step() + 1,
+                        loss,
+                    });
                 }
                 state.step_losses.push(loss);
                 state.batches_done += 1;
@@ -247,6 +256,7 @@ where
                 .as_ref()
                 .is_none_or(|b| metrics.val_acc > b.val_acc)
             {
+                self.save_best(&metrics)?;
                 state.best = Some(metrics);
             } else if state
                 .best
@@ -262,6 +272,8 @@ where
             step_seconds: median(&mut step_times),
             peak_bytes: peak,
             peak_in_use_bytes: self.peak_in_use.get(),
+            sent_bytes_per_step: self.comm.sent_bytes() as f64 / state.step().max(1) as f64,
+            step_sent_bytes: step_sent as f64 / step_times.len().max(1) as f64,
         };
         let devices = self.collect_device_runs(run)?;
         Ok(WorkerOutcome {
@@ -310,8 +322,7 @@ where
         for pass in one_forward_one_backward(self.role.stage, stages, micro) {
             match pass {
                 Pass::Forward(m) => {
-                    let pending =
-                        self.forward(&model, &self.job.sequences[mine[m]], batch.len())?;
+                    let pending = self.forward(&model, mine[m], batch.len())?;
                     self.peak_in_use.sample(B::in_use_bytes(&self.device));
                     in_flight.insert(m, pending);
                 }
@@ -330,9 +341,7 @@ where
                             loss.backward()
                         }
                         StageEnd::Output(output) => {
-                            let stage = self.role.stage + 1;
-                            let grad =
-                                self.receive_rows::<B>(stage, Tag::ActivationGrad, &rows, nodes)?;
+                            let grad = self.receive_output_grad::<B>(&rows, nodes)?;
                             (output * grad).sum().backward()
                         }
                     };
@@ -346,8 +355,7 @@ where
                     }
                     if let Some(input) = input {
                         let grad = input.grad(&grads).expect("a stage's input is tracked");
-                        let stage = self.role.stage - 1;
-                        self.send_rows(stage, Tag::ActivationGrad, grad, &rows, nodes)?;
+                        self.send_input_grad(grad, &rows, nodes)?;
                     }
                     self.peak_in_use.sample(B::in_use_bytes(&self.device));
                     accumulator.accumulate(&model, GradientsParams::from_grads(grads, &model));
@@ -366,19 +374,19 @@ where
         Ok((model, loss))
     }
 
-    /// The forward of one micro-batch through this stage.
+    /// The forward of one micro-batch (sequence `index`) through this stage.
     fn forward(
         &self,
         model: &GraphTransformer<B>,
-        seq: &LabelledSequence,
+        index: usize,
         batch: usize,
     ) -> Result<InFlight<B>, EngineError> {
-        let (tensors, rows) = self.upload::<B>(seq)?;
-        let nodes = seq.host.nodes.len();
+        let (tensors, rows) = self.upload(index)?;
+        let tensors = tensors.lift::<B>();
+        let seq = self.job.sequences.get(index);
+        let nodes = seq.nodes.len();
         let (input, x) = if self.role.stage > 0 {
-            let x = self
-                .receive_rows::<B>(self.role.stage - 1, Tag::Activation, &rows, nodes)?
-                .require_grad();
+            let x = self.receive_stage_input::<B>(&rows, nodes)?.require_grad();
             (Some(x.clone()), x)
         } else {
             (None, model.forward_embedding(&tensors))
@@ -388,8 +396,7 @@ where
             let logits = model.forward_output(output, &tensors);
             StageEnd::Loss(self.loss(logits, seq, &rows, batch))
         } else {
-            let stage = self.role.stage + 1;
-            self.send_rows(stage, Tag::Activation, output.clone().inner(), &rows, nodes)?;
+            self.send_stage_output(output.clone().inner(), &rows, nodes)?;
             StageEnd::Output(output)
         };
         Ok(InFlight {
@@ -417,7 +424,7 @@ where
         for &position in &seq.train {
             let position = position as usize;
             if rows.contains(&position) {
-                let label = self.job.graph.labels()[seq.host.nodes[position] as usize] as usize;
+                let label = self.job.graph.labels()[seq.nodes[position] as usize] as usize;
                 weights[(position - rows.start) * classes + label] = scale;
             }
         }
@@ -432,29 +439,27 @@ where
         let model = self.model.valid();
         let dp = self.job.layout.degrees().dp;
         let mut counts = vec![0f32; 6];
-        for (index, seq) in self.job.sequences.iter().enumerate() {
+        for (index, seq) in self.job.sequences.list().iter().enumerate() {
             if index % dp != self.role.replica {
                 continue;
             }
-            let (tensors, rows) = self.upload::<B::InnerBackend>(seq)?;
-            let nodes = seq.host.nodes.len();
+            let (tensors, rows) = self.upload(index)?;
+            let nodes = seq.nodes.len();
             let x = if self.role.stage > 0 {
-                let stage = self.role.stage - 1;
-                self.receive_rows::<B::InnerBackend>(stage, Tag::Activation, &rows, nodes)?
+                self.receive_stage_input::<B::InnerBackend>(&rows, nodes)?
             } else {
                 model.forward_embedding(&tensors)
             };
             let output = model.forward_layers(x, self.part.layers.clone(), &tensors);
             if !self.part.output {
-                let stage = self.role.stage + 1;
-                self.send_rows(stage, Tag::Activation, output, &rows, nodes)?;
+                self.send_stage_output(output, &rows, nodes)?;
                 continue;
             }
             let predicted = model.forward_output(output, &tensors).argmax(1).into_data();
             let predicted: Vec<i64> = predicted.iter::<i64>().collect();
             for (local, position) in rows.clone().enumerate() {
                 if let Some(role) = seq.roles[position] {
-                    let node = seq.host.nodes[position] as usize;
+                    let node = seq.nodes[position] as usize;
                     counts[3 + role as usize] += 1.0;
                     if predicted[local] == self.job.graph.labels()[node] as i64 {
                         counts[role as usize] += 1.0;
@@ -468,106 +473,43 @@ where
         }))
     }
 
-    /// This device's rows of `seq` on its device, with the exchange of its shard group.
-    fn upload<D: Backend<Device = B::Device>>(
+    /// This device's shard of sequence `index` on its device (uploaded at its first use and
+    /// kept while the cache has room), with the exchanges of its shard group, and its rows.
+    fn upload(
         &self,
-        seq: &LabelledSequence,
-    ) -> Result<(SequenceTensors<D>, Range<usize>), EngineError> {
+        index: usize,
+    ) -> Result<(SequenceTensors<B::InnerBackend>, Range<usize>), EngineError> {
+        let shard = self.shard_spec(self.job.sequences.get(index).nodes.len())?;
+        let rows = shard.rows();
+        let tensors = self.cache.borrow_mut().get_or_upload(index, || {
+            let host = self.job.sequences.host(index, self.job.graph);
+            Ok(host.shard_to_device(self.job.graph, self.job.config, &shard, &self.device))
+        })?;
+        Ok((tensors, rows))
+    }
+
+    /// This device's shard of a sequence of `nodes` nodes: every shard's rows in its group,
+    /// and the group's ranks.
+    fn shard_spec(&self, nodes: usize) -> Result<ShardSpec, EngineError> {
         let layout = self.job.layout;
         let Role {
             replica,
             stage,
             shard,
         } = self.role;
-        let rows = layout.shard_rows(replica, stage, seq.host.nodes.len())?;
-        let range = Layout::shard_range(&rows, shard);
-        let exchange = (rows.len() > 1).then(|| RowExchange {
-            comm: self.comm.clone(),
-            group: layout.shard_group(replica, stage),
-            rows,
-        });
-        let tensors = seq.host.shard_to_device::<D>(
-            self.job.graph,
-            self.job.config.max_degree,
-            range.clone(),
-            exchange,
-            &self.device,
-        );
-        Ok((tensors, range))
-    }
-
-    /// The row ranges of the shards of this replica's `stage` for a sequence of `nodes`.
-    fn stage_ranges(&self, stage: usize, nodes: usize) -> Result<Vec<Range<usize>>, EngineError> {
-        let rows = self
-            .job
-            .layout
-            .shard_rows(self.role.replica, stage, nodes)?;
-        Ok((0..rows.len())
-            .map(|c| Layout::shard_range(&rows, c))
-            .collect())
-    }
-
-    /// Sends this shard's rows `mine` of `tensor` to the shards of `stage` (of this replica)
-    /// that hold them: stages may split a sequence differently, so a shard sends each shard of
-    /// the other stage the rows they share (possibly none).
-    fn send_rows<D: Backend>(
-        &self,
-        stage: usize,
-        tag: Tag,
-        tensor: Tensor<D, 2>,
-        mine: &Range<usize>,
-        nodes: usize,
-    ) -> Result<(), EngineError> {
-        let [_, width] = tensor.dims();
-        let values = tensor.into_data().convert::<f32>().to_vec::<f32>();
-        let values = values.expect("converted to f32");
-        for (shard, theirs) in self.stage_ranges(stage, nodes)?.into_iter().enumerate() {
-            let (lo, hi) = (mine.start.max(theirs.start), mine.end.min(theirs.end));
-            let part = if lo < hi {
-                values[(lo - mine.start) * width..(hi - mine.start) * width].to_vec()
-            } else {
-                Vec::new()
-            };
-            let to = self.job.layout.device(self.role.replica, stage, shard);
-            self.comm.send(to, tag, part)?;
-        }
-        Ok(())
-    }
-
-    /// Receives this shard's rows `mine` (`[rows, hidden]`) from the shards of `stage`.
-    fn receive_rows<D: Backend<Device = B::Device>>(
-        &self,
-        stage: usize,
-        tag: Tag,
-        mine: &Range<usize>,
-        nodes: usize,
-    ) -> Result<Tensor<D, 2>, EngineError> {
-        let width = self.job.config.hidden;
-        let mut values = Vec::with_capacity(mine.len() * width);
-        for (shard, theirs) in self.stage_ranges(stage, nodes)?.into_iter().enumerate() {
-            let from = self.job.layout.device(self.role.replica, stage, shard);
-            let part = self.comm.recv(from, tag)?;
-            let shared = mine
-                .end
-                .min(theirs.end)
-                .saturating_sub(mine.start.max(theirs.start));
-            if part.len() != shared * width {
-                return Err(EngineError::Plan(format!(
-                    "rank {} expected {shared}×{width} values from rank {from}, got {}",
-                    self.rank,
-                    part.len()
-                )));
-            }
-            values.extend(part);
-        }
-        Ok(Tensor::from_data(
-            TensorData::new(values, [mine.len(), width]),
-            &self.device,
-        ))
+        let rows = layout.shard_rows(replica, stage, nodes)?;
+        Ok(ShardSpec {
+            ranges: (0..rows.len())
+                .map(|c| Layout::shard_range(&rows, c))
+                .collect(),
+            position: shard,
+            group: (rows.len() > 1)
+                .then(|| (self.comm.clone(), layout.shard_group(replica, stage))),
+        })
     }
 
     /// The element-wise sum of `values` over every device of the job.
-    fn sum_over_job(&self, values: Vec<f32>) -> Result<Vec<f32>, EngineError> {
+    pub(super) fn sum_over_job(&self, values: Vec<f32>) -> Result<Vec<f32>, EngineError> {
         Ok(self
             .comm
             .all_reduce_sum(&self.everyone, Tag::Report, values)?)
@@ -575,7 +517,7 @@ where
 
     /// Gathers the final parameters on the lead device (replica 0, stage 0, shard 0): each
     /// stage's first device sends its part, the lead appends the shared table.
-    fn collect_parameters(&self) -> Result<Option<Vec<f32>>, EngineError> {
+    pub(super) fn collect_parameters(&self) -> Result<Option<Vec<f32>>, EngineError> {
         let layout = self.job.layout;
         let lead = layout.device(0, 0, 0);
         let Role {
@@ -645,13 +587,15 @@ fn fault_point(rank: Rank, step: usize) {
     }
 }
 
-/// A device's figures as a message: step seconds, peak reserved and peak in use, each as the
-/// two halves of its 64 bits (`u64::MAX`: not measured).
+/// A device's figures as a message: step seconds, peak reserved, peak in use and bytes sent
+/// per step, each as the two halves of its 64 bits (`u64::MAX`: not measured).
 fn encode_run(run: &DeviceRun) -> Vec<f32> {
     [
         run.step_seconds.to_bits(),
         run.peak_bytes.unwrap_or(u64::MAX),
         run.peak_in_use_bytes.unwrap_or(u64::MAX),
+        run.sent_bytes_per_step.to_bits(),
+        run.step_sent_bytes.to_bits(),
     ]
     .into_iter()
     .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)])
@@ -664,9 +608,9 @@ fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
         .chunks(2)
         .map(|w| w[0].to_bits() as u64 | (w.get(1).map_or(0, |h| h.to_bits()) as u64) << 32)
         .collect();
-    let [seconds, peak, in_use] = words[..] else {
+    let [seconds, peak, in_use, sent, step_sent] = words[..] else {
         return Err(EngineError::Plan(format!(
-            "device {rank} sent a report of {} values, expected 6",
+            "device {rank} sent a report of {} values, expected 10",
             message.len()
         )));
     };
@@ -676,6 +620,8 @@ fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
         step_seconds: f64::from_bits(seconds),
         peak_bytes: measured(peak),
         peak_in_use_bytes: measured(in_use),
+        sent_bytes_per_step: f64::from_bits(sent),
+        step_sent_bytes: f64::from_bits(step_sent),
     })
 }
 
@@ -717,6 +663,8 @@ mod tests {
             step_seconds: 0.123_456_789,
             peak_bytes: Some(5_000_000_123),
             peak_in_use_bytes: None,
+            sent_bytes_per_step: 1234.5,
+            step_sent_bytes: 1000.25,
         };
         let back = decode_run(3, &encode_run(&run)).expect("six values");
         assert_eq!(back.step_seconds, run.step_seconds);
@@ -724,7 +672,9 @@ mod tests {
             (back.peak_bytes, back.peak_in_use_bytes),
             (run.peak_bytes, None)
         );
-        assert!(decode_run(3, &[0.0; 4]).is_err());
+        assert_eq!(back.sent_bytes_per_step, run.sent_bytes_per_step);
+        assert_eq!(back.step_sent_bytes, run.step_sent_bytes);
+        assert!(decode_run(3, &[0.0; 8]).is_err());
     }
 
     #[test]

@@ -62,4 +62,11 @@ pub struct DeviceRun {
     /// Peak bytes held by live tensors, sampled after every forward and backward pass and
     /// optimizer step (`None` on CPU backends).
     pub peak_in_use_bytes: Option<u64>,
+    /// Mean payload bytes the device sent per optimizer step: every message (context-parallel
+    /// exchanges, pipeline transfers, gradient sums, reports).
+    pub sent_bytes_per_step: f64,
+    /// Mean payload bytes the device sent during an optimizer step's passes, gradient sums and
+    /// loss report (evaluation, checkpoints and the closing reports excluded): what the
+    /// planner's `sent_bytes` predicts.
+    pub step_sent_bytes: f64,
 }

@@ -2,9 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{EngineError, graph::Graph, model::ModelConfig};
+use crate::{
+    EngineError,
+    graph::{Graph, SplitSpec},
+    model::ModelConfig,
+};
 
-/// Optimisation settings and the model shape of a run.
+/// Optimisation settings, the split and the model shape of a run: everything that fixes what
+/// a run computes besides the data. Checkpoints and saved models store it whole (as JSON), so
+/// a field added here (with a serde default) travels with them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainOptions {
     /// Largest number of epochs.
@@ -21,6 +27,9 @@ pub struct TrainOptions {
     pub seed: u64,
     /// Stop after this many optimizer steps (then evaluate once), if set.
     pub max_steps: Option<usize>,
+    /// How the nodes are split into training, validation and test nodes (shuffled by `seed`).
+    #[serde(default)]
+    pub split: SplitSpec,
     /// Model shape; `features` and `classes` are taken from the graph.
     pub model: ModelConfig,
 }
@@ -35,6 +44,7 @@ impl Default for TrainOptions {
             seq_len: 1024,
             seed: 0,
             max_steps: None,
+            split: SplitSpec::default(),
             model: ModelConfig::new(0, 0),
         }
     }

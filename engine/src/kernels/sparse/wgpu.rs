@@ -9,8 +9,8 @@ use burn::{
 use super::{SparseMatmulBackend, SparseMatrix};
 use crate::device::WgpuBackend;
 use crate::kernels::{
-    launch::{Cube, WgslKernel, empty, launch, linear_count, params_handle},
-    shaders::{Shader, SparseParams},
+    launch::{Cube, empty, launch},
+    plan::SparseShape,
 };
 
 fn int(t: Tensor<WgpuBackend, 1, Int>) -> Cube {
@@ -34,14 +34,16 @@ fn run(
     if values.dims()[0] == 0 || out_rows * width == 0 {
         return Tensor::zeros([out_rows, width], &dense.device());
     }
+    let plan = SparseShape {
+        out_rows,
+        width,
+        nnz: values.dims()[0],
+        inner: dense.dims()[0],
+        transposed,
+    }
+    .launch();
     let dense = float(dense);
     let out = empty(&dense, vec![out_rows, width]);
-    let params = SparseParams {
-        out_rows: out_rows as u32,
-        width: width as u32,
-        _pad: [0; 2],
-    };
-    let shader = Shader::SparseMatmul;
     let buffers = vec![
         int(offsets).handle,
         int(entries).handle,
@@ -49,14 +51,8 @@ fn run(
         float(values).handle,
         dense.handle.clone(),
         out.handle.clone(),
-        params_handle(&dense, shader, params),
     ];
-    launch(
-        &dense,
-        WgslKernel::new(shader, vec![("TRANSPOSED", u32::from(transposed))]),
-        linear_count(out_rows * width),
-        buffers,
-    );
+    launch(&dense, plan, buffers);
     Tensor::from_primitive(TensorPrimitive::Float(out))
 }
 

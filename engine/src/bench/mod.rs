@@ -7,6 +7,10 @@
 //! blocks of query rows of one head against all keys (times add up; the peak is the largest
 //! chunk's). The report says which ([`ReferenceMode`]).
 
+mod hops;
+
+pub use hops::{HopsBench, HopsBenchReport, bench_hops_attention, bench_pairs, export_pairs};
+
 use std::ops::Range;
 
 use burn::{
@@ -18,7 +22,7 @@ use serde::Serialize;
 use crate::{
     EngineError,
     device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
-    kernels::{PairBuckets, biased_attention, reference},
+    kernels::{PairBuckets, biased_attention, plan::MAX_FUSED_HEAD_DIM, reference},
     timing::{best_seconds, best_seconds_within},
 };
 
@@ -26,7 +30,7 @@ use crate::{
 const BUCKETS: usize = 7;
 
 /// Measured seconds after which a case stops repeating (a warm-up and one or two runs).
-const BUDGET_SECONDS: f64 = 60.0;
+pub(crate) const BUDGET_SECONDS: f64 = 60.0;
 
 /// Shape of one attention benchmark.
 #[derive(Debug, Clone, Copy)]
@@ -90,7 +94,7 @@ pub struct AttentionBenchReport {
 }
 
 /// The best GFLOP/s of square f32 matmuls of side 512 and 1024 on `device`.
-fn matmul_gflops<B: Backend>(device: &B::Device) -> f64 {
+pub(crate) fn matmul_gflops<B: Backend>(device: &B::Device) -> f64 {
     [512, 1024]
         .into_iter()
         .map(|n| {
@@ -209,9 +213,10 @@ pub fn bench_attention(
         || shape.heads == 0
         || shape.head_dim == 0
         || !shape.head_dim.is_multiple_of(4)
+        || shape.head_dim > MAX_FUSED_HEAD_DIM
     {
         return Err(EngineError::InvalidOptions(format!(
-            "--nodes ({}), --heads ({}) must be positive and --head-dim ({}) a positive multiple of 4",
+            "--nodes ({}), --heads ({}) must be positive and --head-dim ({}) a positive multiple of 4 up to {MAX_FUSED_HEAD_DIM}",
             shape.nodes, shape.heads, shape.head_dim
         )));
     }

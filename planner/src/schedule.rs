@@ -1,11 +1,12 @@
-//! The 1F1B pipeline schedule of one stage.
+//! The 1F1B pipeline schedule of one stage: the one order that the engine runs and the report
+//! draws.
 
 /// One pass of one micro-batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pass {
-    /// Forward of micro-batch `0`.
+    /// Forward of the micro-batch.
     Forward(usize),
-    /// Backward of micro-batch `0`.
+    /// Backward of the micro-batch.
     Backward(usize),
 }
 

@@ -1,0 +1,138 @@
+//! Hops attention on the wgpu backend: `shaders/hops_*.wgsl` through cubecl's raw-source path.
+//! The forward and the query-side backward run one invocation per query row, the key-side
+//! backward one per key over the transposed index.
+
+use burn::{
+    backend::wgpu::into_contiguous,
+    cubecl::server::Handle,
+    tensor::{Int, Tensor, ops::FloatTensor},
+};
+
+use super::{HopsAttentionBackend, HopsAttentionBackward, HopsInputs};
+use crate::device::WgpuBackend;
+use crate::kernels::{
+    AttentionGrads, AttentionSaved,
+    gradients::{GradientBuffers, row_dot},
+    launch::{empty, launch},
+    plan::HopsShape,
+    shaders::Shader,
+};
+
+/// The shape of the inputs, checked against each other and the pattern.
+fn shape_of(inputs: &HopsInputs<WgpuBackend>) -> HopsShape {
+    let qs = inputs.q.meta.shape();
+    let (heads, rows, head_dim) = (qs[0], qs[1], qs[2]);
+    let ks = inputs.k.meta.shape();
+    let keys = ks[1];
+    assert_eq!(
+        [ks[0], ks[2]],
+        [heads, head_dim],
+        "k must be [heads, keys, head_dim] like q"
+    );
+    assert_eq!(inputs.v.meta.shape(), ks, "v must have the shape of k");
+    let ts = inputs.table.meta.shape();
+    assert_eq!(ts[0], heads, "the bias table needs one row per head");
+    let pattern = &inputs.pattern;
+    assert_eq!(
+        [pattern.rows, pattern.keys],
+        [rows, keys],
+        "the pattern must pair these {rows} query rows with these {keys} keys"
+    );
+    let shape = HopsShape {
+        heads,
+        rows,
+        keys,
+        head_dim,
+        buckets: ts[1],
+        pairs: pattern.pairs,
+        max_bucket: pattern.max_bucket,
+    };
+    shape.check();
+    shape
+}
+
+fn int(t: Tensor<WgpuBackend, 1, Int>) -> Handle {
+    into_contiguous(t.into_primitive()).handle
+}
+
+fn contiguous(inputs: HopsInputs<WgpuBackend>) -> HopsInputs<WgpuBackend> {
+    HopsInputs {
+        q: into_contiguous(inputs.q),
+        k: into_contiguous(inputs.k),
+        v: into_contiguous(inputs.v),
+        table: into_contiguous(inputs.table),
+        pattern: inputs.pattern,
+    }
+}
+
+impl HopsAttentionBackend for WgpuBackend {
+    fn hops_attention(inputs: HopsInputs<Self>) -> AttentionSaved<Self> {
+        let inputs = contiguous(inputs);
+        let shape = shape_of(&inputs);
+        let q = &inputs.q;
+        let output = empty(q, vec![shape.heads, shape.rows, shape.head_dim]);
+        let lse = empty(q, vec![shape.heads, shape.rows]);
+        let pattern = inputs.pattern.clone();
+        let buffers = vec![
+            inputs.q.handle.clone(),
+            inputs.k.handle.clone(),
+            inputs.v.handle.clone(),
+            inputs.table.handle.clone(),
+            int(pattern.row_offsets),
+            int(pattern.pair_keys),
+            int(pattern.pair_buckets),
+            output.handle.clone(),
+            lse.handle.clone(),
+        ];
+        launch(q, shape.launch(Shader::HopsForward), buffers);
+        AttentionSaved { output, lse }
+    }
+}
+
+impl HopsAttentionBackward for WgpuBackend {
+    fn hops_attention_backward(
+        inputs: HopsInputs<Self>,
+        saved: AttentionSaved<Self>,
+        grad_output: FloatTensor<Self>,
+        grad_lse: Option<FloatTensor<Self>>,
+    ) -> AttentionGrads<Self> {
+        let inputs = contiguous(inputs);
+        let shape = shape_of(&inputs);
+        let grad_output = into_contiguous(grad_output);
+        let lse = into_contiguous(saved.lse);
+        let delta = row_dot(grad_output.clone(), saved.output, grad_lse);
+        let grads = GradientBuffers::new(
+            &inputs.q,
+            [
+                shape.heads,
+                shape.rows,
+                shape.keys,
+                shape.head_dim,
+                shape.buckets,
+            ],
+        );
+        let front = [
+            inputs.q.handle.clone(),
+            inputs.k.handle.clone(),
+            inputs.v.handle.clone(),
+            inputs.table.handle.clone(),
+        ];
+        let saved = [grad_output.handle, lse.handle, delta.handle];
+        let pattern = inputs.pattern.clone();
+        let by_row = [
+            int(pattern.row_offsets),
+            int(pattern.pair_keys),
+            int(pattern.pair_buckets),
+        ];
+        let by_key = [
+            int(pattern.col_offsets),
+            int(pattern.col_rows),
+            int(pattern.col_buckets),
+        ];
+        let query = [&front[..], &by_row, &saved, &grads.query()].concat();
+        launch(&inputs.q, shape.launch(Shader::HopsBackwardQuery), query);
+        let key = [&front[..], &by_key, &saved, &grads.key()].concat();
+        launch(&inputs.q, shape.launch(Shader::HopsBackwardKey), key);
+        grads.into_grads()
+    }
+}

@@ -1,0 +1,560 @@
+//! What one launch of a shader of `shaders/` binds and dispatches, computed from shapes alone:
+//! its specialised constants, its `Params`, its workgroups, and the least bytes each binding
+//! must hold for every index the shader can form from those parameters.
+//!
+//! The wgpu backend checks its buffers against [`LaunchPlan::binding_bytes`] before every launch;
+//! the bounds-check test (`scripts/bounds-check.sh`) runs the same plans on buffers of exactly
+//! those sizes under the Vulkan validation layer's GPU-assisted checks, which would report any
+//! index past them.
+
+use std::ops::Range;
+
+use super::{
+    pairs::assert_in_table,
+    shaders::{AttentionParams, ColumnSumParams, HopsParams, Shader, SparseParams},
+};
+
+/// Invocations per workgroup, as in every shader's `@workgroup_size`.
+pub const WORKGROUP: u32 = 64;
+
+/// Most workgroups along one dispatch dimension (WebGPU's minimum limit).
+pub const MAX_GROUPS_PER_DIMENSION: u32 = 65_535;
+
+/// Largest head dimension of the fused attention kernels: each invocation keeps ROWS rows of
+/// HEAD_DIM floats in several function-scope arrays (and, in the query kernel, ROWS × BUCKETS
+/// bias-gradient sums), and WGSL bounds a function's variables to 8,192 bytes. At 68 and 256
+/// buckets the query kernel, the largest, holds 8,012 bytes, at 72 it would need 8,236 (measured
+/// with naga in `tests/shaders.rs`).
+pub const MAX_FUSED_HEAD_DIM: usize = 68;
+
+/// `value` as the `u32` a shader reads; panics naming `what` and the limit when it does not fit
+/// (the shaders index in 32 bits; callers refuse such shapes earlier, as bad input).
+pub fn shader_u32(what: &str, value: u64) -> u32 {
+    u32::try_from(value).unwrap_or_else(|_| {
+        panic!(
+            "{what} = {value} exceeds the shaders' 32-bit limit of {}",
+            u32::MAX
+        )
+    })
+}
+
+/// Workgroups for `invocations` (at least one) per layer, numbered
+/// `gid.x + gid.y · (WORKGROUP · groups.x)`, folded into x and y as near a square as they go
+/// (so that no dimension exceeds [`MAX_GROUPS_PER_DIMENSION`] below 2^32 workgroups, and every
+/// launch of more than a few workgroups exercises the fold); `layers` (e.g. heads) in z.
+pub fn folded_groups(invocations: usize, layers: usize) -> [u32; 3] {
+    assert!(invocations > 0 && layers > 0, "an empty launch");
+    let groups = shader_u32(
+        "workgroups of one launch",
+        invocations.div_ceil(WORKGROUP as usize) as u64,
+    );
+    let x = (groups as f64).sqrt().ceil() as u32;
+    let x = x.clamp(1, MAX_GROUPS_PER_DIMENSION);
+    let y = groups.div_ceil(x);
+    let z = shader_u32("workgroups along z", layers as u64);
+    assert!(
+        y <= MAX_GROUPS_PER_DIMENSION && z <= MAX_GROUPS_PER_DIMENSION,
+        "{groups} workgroups × {z} layers exceed {MAX_GROUPS_PER_DIMENSION} per dimension"
+    );
+    [x, y, z]
+}
+
+/// One launch: the shader, its constants, its `Params` bytes, its workgroups, and the least
+/// bytes of each binding before the `Params` one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchPlan {
+    /// The shader.
+    pub shader: Shader,
+    /// Values of its specialised `const NAME: u32` lines.
+    pub constants: Vec<(&'static str, u32)>,
+    /// The bytes of its `struct Params` (the last binding).
+    pub params: Vec<u8>,
+    /// Workgroups in x, y, z.
+    pub groups: [u32; 3],
+    /// Bindings `0..n - 1`: the least bytes each must hold so that every index the shader forms
+    /// from these parameters lies inside it.
+    pub binding_bytes: Vec<u64>,
+}
+
+/// Bytes of `count` elements of `size` bytes, checked so that the shader's 32-bit element
+/// indices reach all of them.
+fn elements(what: &str, count: u64, size: u64) -> u64 {
+    shader_u32(what, count);
+    count * size
+}
+
+/// Bytes of the `[heads, buckets]` bias table `shader` can index: every column of the last
+/// head's row where it loads a small table whole into registers, else up to the largest
+/// bucket of any pair.
+fn table_bytes(shader: Shader, heads: u64, buckets: u64, max_bucket: u8) -> u64 {
+    let small_table = shader
+        .constant("SMALL_TABLE")
+        .is_some_and(|small| buckets <= u64::from(small));
+    let columns = if small_table {
+        buckets
+    } else {
+        u64::from(max_bucket) + 1
+    };
+    elements("bias-table entries", (heads - 1) * buckets + columns, 4)
+}
+
+/// The shape of one biased-attention call on one device: `rows` query rows against `keys`
+/// keys, `buckets` table columns, and the largest bucket in the pair buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionShape {
+    /// Attention heads.
+    pub heads: usize,
+    /// Query rows.
+    pub rows: usize,
+    /// Keys.
+    pub keys: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+    /// Columns of the bias table.
+    pub buckets: usize,
+    /// The largest bucket of any pair.
+    pub max_bucket: u8,
+}
+
+impl AttentionShape {
+    /// Panics, with the numbers, on a shape the fused kernels cannot run: a head dimension
+    /// that is not a multiple of 4 or above [`MAX_FUSED_HEAD_DIM`], more than 256 buckets, or a
+    /// pair bucket outside the table (it would read another head's bias, or write past an
+    /// array). The model refuses such configurations as bad input before.
+    pub fn check(&self) {
+        let Self {
+            head_dim,
+            buckets,
+            max_bucket,
+            ..
+        } = *self;
+        assert!(
+            head_dim % 4 == 0 && head_dim <= MAX_FUSED_HEAD_DIM,
+            "the fused kernels read heads as vec4 into arrays of at most {MAX_FUSED_HEAD_DIM}: head_dim {head_dim} must be a multiple of 4 up to {MAX_FUSED_HEAD_DIM}"
+        );
+        assert!(
+            (1..=256).contains(&buckets),
+            "{buckets} buckets: between 1 and 256 fit a byte"
+        );
+        assert_in_table(max_bucket, buckets);
+    }
+
+    /// The launch of `shader` over query rows `rows` (a block of the pair buckets);
+    /// `accumulate` adds to the outputs (the key kernel after the first block).
+    pub fn launch(&self, shader: Shader, rows: Range<usize>, accumulate: bool) -> LaunchPlan {
+        self.check();
+        let Self {
+            heads,
+            keys,
+            head_dim,
+            buckets,
+            ..
+        } = *self;
+        assert!(
+            !rows.is_empty() && rows.end <= self.rows && keys > 0 && heads > 0,
+            "a launch over rows {rows:?} of {} against {keys} keys",
+            self.rows
+        );
+        let u = |what: &str, value: usize| shader_u32(what, value as u64);
+        let params = AttentionParams {
+            heads: u("heads", heads),
+            rows: u("query rows", self.rows),
+            keys: u("keys", keys),
+            head_dim: u("head_dim", head_dim),
+            buckets: u("buckets", buckets),
+            scale: (head_dim as f32).sqrt().recip(),
+            row_start: u("first row of a block", rows.start),
+            row_count: u("rows of a block", rows.len()),
+            accumulate: u32::from(accumulate),
+            _pad: [0; 3],
+        };
+        let per_invocation = shader
+            .constant("ROWS")
+            .expect("attention shaders declare ROWS");
+        let by_columns = shader == Shader::AttentionBackwardKey;
+        let items = if by_columns { keys } else { rows.len() };
+        let groups = folded_groups(items.div_ceil(per_invocation as usize), heads);
+        LaunchPlan {
+            shader,
+            constants: self.constants(shader),
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups,
+            binding_bytes: self.binding_bytes(shader, &rows),
+        }
+    }
+
+    /// `HEAD_DIM`, and `BUCKETS` where the shader declares it.
+    fn constants(&self, shader: Shader) -> Vec<(&'static str, u32)> {
+        let mut constants = vec![("HEAD_DIM", self.head_dim as u32)];
+        if shader.constant("BUCKETS").is_some() {
+            constants.push(("BUCKETS", self.buckets as u32));
+        }
+        constants
+    }
+
+    /// The least bytes of each binding of `shader` over `rows`, from the index expressions of
+    /// the WGSL (a head's block starts at `head · rows` or `head · keys`; rows run to
+    /// `rows.end`; key columns are clamped to `keys - 1`; the pair of (row, column) is byte
+    /// `(row - row_start) · keys + column` of the block).
+    fn binding_bytes(&self, shader: Shader, rows: &Range<usize>) -> Vec<u64> {
+        let [heads, all_rows, keys, vec, buckets] = [
+            self.heads,
+            self.rows,
+            self.keys,
+            self.head_dim / 4,
+            self.buckets,
+        ]
+        .map(|x| x as u64);
+        let end = rows.end as u64;
+        let per_row = (heads - 1) * all_rows + end;
+        let query = elements("vec4s of the query rows", per_row * vec, 16);
+        let key = elements("vec4s of the keys", heads * keys * vec, 16);
+        let table = table_bytes(shader, heads, buckets, self.max_bucket);
+        let pair_bytes = rows.len() as u64 * keys;
+        shader_u32("pair buckets of one block", pair_bytes);
+        let pairs = pair_bytes.div_ceil(4) * 4;
+        let row_scalars = elements("per-row scalars", per_row, 4);
+        let inputs = [query, key, key, table, pairs];
+        let outputs: &[u64] = match shader {
+            Shader::AttentionForward => &[query, row_scalars],
+            Shader::AttentionBackwardQuery => &[
+                query,
+                row_scalars,
+                row_scalars,
+                query,
+                elements("bias-gradient partial sums", per_row * buckets, 4),
+            ],
+            Shader::AttentionBackwardKey => &[query, row_scalars, row_scalars, key, key],
+            _ => unreachable!("{} is not a dense attention shader", shader.file_name()),
+        };
+        inputs.iter().chain(outputs).copied().collect()
+    }
+}
+
+/// The shape of one sparse × dense product: `out_rows × width` outputs from `nnz` entries
+/// that pick rows of a `[inner, width]` dense operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SparseShape {
+    /// Rows of the output.
+    pub out_rows: usize,
+    /// Columns of the output and of the dense operand.
+    pub width: usize,
+    /// Stored entries.
+    pub nnz: usize,
+    /// Rows of the dense operand.
+    pub inner: usize,
+    /// Whether this is the transposed product.
+    pub transposed: bool,
+}
+
+impl SparseShape {
+    /// The launch of `sparse_matmul.wgsl`.
+    pub fn launch(&self) -> LaunchPlan {
+        let Self {
+            out_rows,
+            width,
+            nnz,
+            inner,
+            transposed,
+        } = *self;
+        let outputs = elements("sparse product outputs", (out_rows * width) as u64, 4);
+        let params = SparseParams {
+            out_rows: shader_u32("sparse product rows", out_rows as u64),
+            width: shader_u32("sparse product width", width as u64),
+            _pad: [0; 2],
+        };
+        let entry = elements("sparse entries", nnz as u64, 4);
+        LaunchPlan {
+            shader: Shader::SparseMatmul,
+            constants: vec![("TRANSPOSED", u32::from(transposed))],
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: folded_groups(out_rows * width, 1),
+            binding_bytes: vec![
+                elements("sparse offsets", out_rows as u64 + 1, 4),
+                entry,
+                entry,
+                entry,
+                elements("dense operand", (inner * width) as u64, 4),
+                outputs,
+            ],
+        }
+    }
+}
+
+/// The shape of one hops-attention call on one device: `rows` query rows, each over its pairs
+/// of `keys` keys, `buckets` table columns, and the largest bucket of any pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HopsShape {
+    /// Attention heads.
+    pub heads: usize,
+    /// Query rows.
+    pub rows: usize,
+    /// Keys.
+    pub keys: usize,
+    /// Head dimension.
+    pub head_dim: usize,
+    /// Columns of the bias table.
+    pub buckets: usize,
+    /// Pairs of the pattern.
+    pub pairs: usize,
+    /// The largest bucket of any pair.
+    pub max_bucket: u8,
+}
+
+impl HopsShape {
+    /// Panics, with the numbers, on a shape the kernels cannot run (as
+    /// [`AttentionShape::check`], and an empty pattern).
+    pub fn check(&self) {
+        AttentionShape {
+            heads: self.heads,
+            rows: self.rows,
+            keys: self.keys,
+            head_dim: self.head_dim,
+            buckets: self.buckets,
+            max_bucket: self.max_bucket,
+        }
+        .check();
+        assert!(
+            self.heads > 0 && self.rows > 0 && self.keys > 0 && self.pairs > 0,
+            "an empty hops launch: {self:?}"
+        );
+    }
+
+    /// The launch of a hops shader: the forward and the query-side backward over the rows, the
+    /// key-side backward over the keys.
+    pub fn launch(&self, shader: Shader) -> LaunchPlan {
+        self.check();
+        let u = |what: &str, value: usize| shader_u32(what, value as u64);
+        let params = HopsParams {
+            heads: u("heads", self.heads),
+            rows: u("query rows", self.rows),
+            keys: u("keys", self.keys),
+            head_dim: u("head_dim", self.head_dim),
+            buckets: u("buckets", self.buckets),
+            scale: (self.head_dim as f32).sqrt().recip(),
+            pairs: u("pairs", self.pairs),
+            _pad: 0,
+        };
+        let items = match shader {
+            Shader::HopsForward | Shader::HopsBackwardQuery => self.rows,
+            Shader::HopsBackwardKey => self.keys,
+            _ => unreachable!("{} is not a hops shader", shader.file_name()),
+        };
+        LaunchPlan {
+            shader,
+            constants: vec![
+                ("HEAD_DIM", self.head_dim as u32),
+                ("BUCKETS", self.buckets as u32),
+            ],
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: folded_groups(items, self.heads),
+            binding_bytes: self.binding_bytes(shader),
+        }
+    }
+
+    /// The least bytes of each binding of `shader`, from the index expressions of the WGSL (a
+    /// head's rows start at `head · rows`, its keys at `head · keys`; the pattern's arrays are
+    /// indexed by pair or by row or key + 1; keys and rows read from them are below `keys` and
+    /// `rows`, as [`HopsIndex`](super::HopsIndex) guarantees).
+    fn binding_bytes(&self, shader: Shader) -> Vec<u64> {
+        let [heads, rows, keys, vec, buckets, pairs] = [
+            self.heads,
+            self.rows,
+            self.keys,
+            self.head_dim / 4,
+            self.buckets,
+            self.pairs,
+        ]
+        .map(|x| x as u64);
+        let query = elements("vec4s of the query rows", heads * rows * vec, 16);
+        let key = elements("vec4s of the keys", heads * keys * vec, 16);
+        let table = table_bytes(shader, heads, buckets, self.max_bucket);
+        let per_row = elements("per-row scalars", heads * rows, 4);
+        let pair_ids = elements("pair ids", pairs, 4);
+        let pair_buckets = pairs.div_ceil(4) * 4;
+        let inputs = [query, key, key, table];
+        let pattern_and_outputs: Vec<u64> = match shader {
+            Shader::HopsForward => vec![
+                elements("row offsets", rows + 1, 4),
+                pair_ids,
+                pair_buckets,
+                query,
+                per_row,
+            ],
+            Shader::HopsBackwardQuery => vec![
+                elements("row offsets", rows + 1, 4),
+                pair_ids,
+                pair_buckets,
+                query,
+                per_row,
+                per_row,
+                query,
+                elements("bias-gradient partial sums", heads * rows * buckets, 4),
+            ],
+            Shader::HopsBackwardKey => vec![
+                elements("key offsets", keys + 1, 4),
+                pair_ids,
+                pair_buckets,
+                query,
+                per_row,
+                per_row,
+                key,
+                key,
+            ],
+            _ => unreachable!("{} is not a hops shader", shader.file_name()),
+        };
+        inputs.into_iter().chain(pattern_and_outputs).collect()
+    }
+}
+
+/// One pass of `column_sums.wgsl`: `[batch, rows, width]` summed over chunks of `chunk` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnSumShape {
+    /// Leading dimension.
+    pub batch: usize,
+    /// Rows summed.
+    pub rows: usize,
+    /// Columns.
+    pub width: usize,
+    /// Rows per chunk (the shader's `CHUNK`).
+    pub chunk: usize,
+}
+
+impl ColumnSumShape {
+    /// Chunks of the output.
+    pub fn chunks(&self) -> usize {
+        self.rows.div_ceil(self.chunk)
+    }
+
+    /// The launch of the pass.
+    pub fn launch(&self) -> LaunchPlan {
+        let Self {
+            batch,
+            rows,
+            width,
+            chunk,
+        } = *self;
+        assert!(
+            batch > 0 && rows > 0 && width > 0 && chunk > 0,
+            "an empty column sum: {self:?}"
+        );
+        let chunks = self.chunks();
+        let u = |what: &str, value: usize| shader_u32(what, value as u64);
+        let params = ColumnSumParams {
+            batch: u("column-sum batch", batch),
+            rows: u("column-sum rows", rows),
+            width: u("column-sum width", width),
+            chunks: u("column-sum chunks", chunks),
+        };
+        LaunchPlan {
+            shader: Shader::ColumnSums,
+            constants: vec![("CHUNK", u("column-sum chunk", chunk))],
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: folded_groups(batch * chunks * width, 1),
+            binding_bytes: vec![
+                elements("column-sum inputs", (batch * rows * width) as u64, 4),
+                elements("column-sum outputs", (batch * chunks * width) as u64, 4),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covers([x, y, z]: [u32; 3], invocations: usize, layers: usize) -> bool {
+        x.max(y).max(z) <= MAX_GROUPS_PER_DIMENSION
+            && (x as usize) * (y as usize) * WORKGROUP as usize >= invocations
+            && z as usize == layers
+    }
+
+    #[test]
+    fn folded_groups_cover_every_invocation_within_the_limit() {
+        assert_eq!(folded_groups(64, 1), [1, 1, 1]);
+        assert_eq!(folded_groups(65, 3), [2, 1, 3]);
+        for invocations in [1, 64 * 16, 64 * 65_535 * 3 + 1, 20_000_000] {
+            assert!(covers(folded_groups(invocations, 4), invocations, 4));
+        }
+    }
+
+    #[test]
+    fn the_key_kernel_folds_above_sixteen_million_keys() {
+        // ceil(20M / (64 · 4)) = 78,125 workgroups: more than one dimension holds.
+        let shape = AttentionShape {
+            heads: 2,
+            rows: 1,
+            keys: 20_000_000,
+            head_dim: 4,
+            buckets: 7,
+            max_bucket: 6,
+        };
+        let plan = shape.launch(Shader::AttentionBackwardKey, 0..1, false);
+        assert!(covers(plan.groups, 20_000_000 / 4, 2), "{:?}", plan.groups);
+    }
+
+    #[test]
+    fn the_pair_block_needs_only_its_own_words() {
+        // 3 rows × 8 keys = 24 bytes: six words, not a spare seventh.
+        let shape = AttentionShape {
+            heads: 1,
+            rows: 3,
+            keys: 8,
+            head_dim: 4,
+            buckets: 7,
+            max_bucket: 6,
+        };
+        for shader in [
+            Shader::AttentionForward,
+            Shader::AttentionBackwardQuery,
+            Shader::AttentionBackwardKey,
+        ] {
+            let plan = shape.launch(shader, 0..3, false);
+            assert_eq!(plan.binding_bytes.len() + 1, shader.binding_count());
+            assert_eq!(plan.binding_bytes[4], 24, "{shader:?}");
+            assert_eq!(plan.params.len(), shader.params_bytes());
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "bucket 7, outside the bias table of 7 buckets")]
+    fn a_bucket_outside_the_table_is_refused() {
+        let shape = AttentionShape {
+            heads: 1,
+            rows: 1,
+            keys: 1,
+            head_dim: 4,
+            buckets: 7,
+            max_bucket: 7,
+        };
+        shape.launch(Shader::AttentionForward, 0..1, false);
+    }
+
+    #[test]
+    #[should_panic(expected = "head_dim 72 must be a multiple of 4 up to 68")]
+    fn a_head_dimension_beyond_the_arrays_is_refused() {
+        let shape = AttentionShape {
+            heads: 1,
+            rows: 1,
+            keys: 1,
+            head_dim: 72,
+            buckets: 7,
+            max_bucket: 0,
+        };
+        shape.launch(Shader::AttentionForward, 0..1, false);
+    }
+
+    #[test]
+    #[should_panic(expected = "exceeds the shaders' 32-bit limit")]
+    fn a_block_beyond_32_bit_indices_is_refused() {
+        let shape = AttentionShape {
+            heads: 1,
+            rows: 70_000,
+            keys: 70_000,
+            head_dim: 4,
+            buckets: 7,
+            max_bucket: 0,
+        };
+        shape.launch(Shader::AttentionForward, 0..70_000, false);
+    }
+}

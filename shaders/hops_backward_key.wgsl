@@ -1,0 +1,119 @@
+// Sparse topology-biased attention over near pairs (the hops scope), backward for the keys and
+// values: per key, over the pairs that reach it (the transposed index, built once on the host),
+// recomputes each pair's probability and accumulates dK and dV. Deterministic, no atomics.
+//
+// Bindings (group 0), all storage read_write (cubecl may alias buffers):
+//   0 q         vec4<f32> [heads, rows, head_dim / 4]
+//   1 k         vec4<f32> [heads, keys, head_dim / 4]
+//   2 v         vec4<f32> [heads, keys, head_dim / 4]
+//   3 table     f32 [heads, buckets]
+//   4 offsets   u32 [keys + 1]     pairs of key j are offsets[j] .. offsets[j + 1] of the
+//                                  key-ordered arrays
+//   5 rows_of   u32 [pairs]        query row of each pair, grouped by key, rows ascending
+//   6 buckets   u32 [ceil(pairs / 4)] bucket of key-ordered pair t at byte t
+//   7 d_out     vec4<f32> [heads, rows, head_dim / 4]  gradient of the output
+//   8 lse       f32 [heads, rows]  saved by the forward
+//   9 delta     f32 [heads, rows]  rowsum(d_out * out) minus the gradient of the lse (host)
+//  10 d_k       vec4<f32> [heads, keys, head_dim / 4]  gradient of the keys (written)
+//  11 d_v       vec4<f32> [heads, keys, head_dim / 4]  gradient of the values (written)
+//  12 params    Params
+// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ keys, x ≤ 65535; one invocation per key
+// gid.x + gid.y · 64 · x, of head gid.z.
+// HEAD_DIM and BUCKETS are specialised by the host before compilation.
+
+struct Params {
+    heads: u32,
+    rows: u32,
+    keys: u32,
+    head_dim: u32,
+    buckets: u32,
+    scale: f32,
+    pairs: u32,
+    _pad0: u32,
+}
+
+const HEAD_DIM: u32 = 32u;
+const VEC: u32 = HEAD_DIM / 4u;
+const BUCKETS: u32 = 8u;
+const SMALL_TABLE: u32 = 16u;
+
+@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> v: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> table: array<f32>;
+@group(0) @binding(4) var<storage, read_write> offsets: array<u32>;
+@group(0) @binding(5) var<storage, read_write> rows_of: array<u32>;
+@group(0) @binding(6) var<storage, read_write> buckets: array<u32>;
+@group(0) @binding(7) var<storage, read_write> d_out: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(9) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(10) var<storage, read_write> d_k: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> d_v: array<vec4<f32>>;
+@group(0) @binding(12) var<storage, read_write> params: Params;
+
+var<private> bias_row: array<f32, BUCKETS>;
+
+fn bucket_of(pair: u32) -> u32 {
+    return min((buckets[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu, BUCKETS - 1u);
+}
+
+fn bias(table_base: u32, bucket: u32) -> f32 {
+    if (BUCKETS <= SMALL_TABLE) {
+        var value = bias_row[0];
+        for (var b = 1u; b < BUCKETS; b++) {
+            value = select(value, bias_row[b], bucket == b);
+        }
+        return value;
+    }
+    return table[table_base + bucket];
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let key = gid.x + gid.y * groups.x * 64u;
+    let head = gid.z;
+    if (key >= params.keys) {
+        return;
+    }
+    let table_base = head * params.buckets;
+    if (BUCKETS <= SMALL_TABLE) {
+        for (var b = 0u; b < BUCKETS; b++) {
+            bias_row[b] = table[table_base + b];
+        }
+    }
+    let key_base = (head * params.keys + key) * VEC;
+    var kj: array<vec4<f32>, VEC>;
+    var vj: array<vec4<f32>, VEC>;
+    var dk: array<vec4<f32>, VEC>;
+    var dv: array<vec4<f32>, VEC>;
+    for (var c = 0u; c < VEC; c++) {
+        kj[c] = k[key_base + c] * params.scale;
+        vj[c] = v[key_base + c];
+        dk[c] = vec4<f32>(0.0);
+        dv[c] = vec4<f32>(0.0);
+    }
+    let end = offsets[key + 1u];
+    for (var t = offsets[key]; t < end; t++) {
+        let at = head * params.rows + rows_of[t];
+        let row_base = at * VEC;
+        var score = bias(table_base, bucket_of(t));
+        var dp = 0.0;
+        for (var c = 0u; c < VEC; c++) {
+            score += dot(q[row_base + c], kj[c]);
+            dp += dot(d_out[row_base + c], vj[c]);
+        }
+        let p = exp(score - lse[at]);
+        let ds = p * (dp - delta[at]);
+        for (var c = 0u; c < VEC; c++) {
+            dv[c] += p * d_out[row_base + c];
+            dk[c] += ds * q[row_base + c];
+        }
+    }
+    for (var c = 0u; c < VEC; c++) {
+        d_k[key_base + c] = dk[c] * params.scale;
+        d_v[key_base + c] = dv[c];
+    }
+}

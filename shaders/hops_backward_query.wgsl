@@ -1,0 +1,129 @@
+// Sparse topology-biased attention over near pairs (the hops scope), backward for the queries
+// and the bias table: per query row, recomputes each pair's probability from the saved
+// log-sum-exp and accumulates dQ and the row's partial sums of the bias-table gradient.
+//
+// Bindings (group 0), all storage read_write (cubecl may alias buffers):
+//   0 q        vec4<f32> [heads, rows, head_dim / 4]
+//   1 k        vec4<f32> [heads, keys, head_dim / 4]
+//   2 v        vec4<f32> [heads, keys, head_dim / 4]
+//   3 table    f32 [heads, buckets]
+//   4 offsets  u32 [rows + 1]      pairs of row i are offsets[i] .. offsets[i + 1]
+//   5 keys_of  u32 [pairs]         key of each pair
+//   6 buckets  u32 [ceil(pairs / 4)] bucket of pair t at byte t
+//   7 d_out    vec4<f32> [heads, rows, head_dim / 4]  gradient of the output
+//   8 lse      f32 [heads, rows]   saved by the forward
+//   9 delta    f32 [heads, rows]   rowsum(d_out * out) minus the gradient of the lse (host)
+//  10 d_q      vec4<f32> [heads, rows, head_dim / 4]  gradient of the queries (written)
+//  11 d_bias   f32 [heads, rows, buckets]  per-row partial sums of the bias-table gradient
+//                                          (written; the host sums over rows)
+//  12 params   Params
+// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ rows, x ≤ 65535; one invocation per
+// query row gid.x + gid.y · 64 · x, of head gid.z.
+// HEAD_DIM and BUCKETS are specialised by the host before compilation.
+
+struct Params {
+    heads: u32,
+    rows: u32,
+    keys: u32,
+    head_dim: u32,
+    buckets: u32,
+    scale: f32,
+    pairs: u32,
+    _pad0: u32,
+}
+
+const HEAD_DIM: u32 = 32u;
+const VEC: u32 = HEAD_DIM / 4u;
+const BUCKETS: u32 = 8u;
+const SMALL_TABLE: u32 = 16u;
+
+@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> v: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> table: array<f32>;
+@group(0) @binding(4) var<storage, read_write> offsets: array<u32>;
+@group(0) @binding(5) var<storage, read_write> keys_of: array<u32>;
+@group(0) @binding(6) var<storage, read_write> buckets: array<u32>;
+@group(0) @binding(7) var<storage, read_write> d_out: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(9) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(10) var<storage, read_write> d_q: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> d_bias: array<f32>;
+@group(0) @binding(12) var<storage, read_write> params: Params;
+
+var<private> bias_row: array<f32, BUCKETS>;
+
+fn bucket_of(pair: u32) -> u32 {
+    return min((buckets[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu, BUCKETS - 1u);
+}
+
+fn bias(table_base: u32, bucket: u32) -> f32 {
+    if (BUCKETS <= SMALL_TABLE) {
+        var value = bias_row[0];
+        for (var b = 1u; b < BUCKETS; b++) {
+            value = select(value, bias_row[b], bucket == b);
+        }
+        return value;
+    }
+    return table[table_base + bucket];
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let row = gid.x + gid.y * groups.x * 64u;
+    let head = gid.z;
+    if (row >= params.rows) {
+        return;
+    }
+    let table_base = head * params.buckets;
+    if (BUCKETS <= SMALL_TABLE) {
+        for (var b = 0u; b < BUCKETS; b++) {
+            bias_row[b] = table[table_base + b];
+        }
+    }
+    let at = head * params.rows + row;
+    let query_base = at * VEC;
+    let key_base_of_head = head * params.keys * VEC;
+    var qi: array<vec4<f32>, VEC>;
+    var doi: array<vec4<f32>, VEC>;
+    var dq: array<vec4<f32>, VEC>;
+    for (var c = 0u; c < VEC; c++) {
+        qi[c] = q[query_base + c] * params.scale;
+        doi[c] = d_out[query_base + c];
+        dq[c] = vec4<f32>(0.0);
+    }
+    var d_row: array<f32, BUCKETS>;
+    for (var b = 0u; b < BUCKETS; b++) {
+        d_row[b] = 0.0;
+    }
+    let row_lse = lse[at];
+    let row_delta = delta[at];
+    let end = offsets[row + 1u];
+    for (var t = offsets[row]; t < end; t++) {
+        let key_base = key_base_of_head + keys_of[t] * VEC;
+        let bucket = bucket_of(t);
+        var score = bias(table_base, bucket);
+        var dp = 0.0;
+        for (var c = 0u; c < VEC; c++) {
+            score += dot(qi[c], k[key_base + c]);
+            dp += dot(doi[c], v[key_base + c]);
+        }
+        let ds = exp(score - row_lse) * (dp - row_delta);
+        for (var c = 0u; c < VEC; c++) {
+            dq[c] += ds * k[key_base + c];
+        }
+        for (var b = 0u; b < BUCKETS; b++) {
+            d_row[b] += select(0.0, ds, bucket == b);
+        }
+    }
+    for (var c = 0u; c < VEC; c++) {
+        d_q[query_base + c] = dq[c] * params.scale;
+    }
+    let bias_base = at * params.buckets;
+    for (var b = 0u; b < BUCKETS; b++) {
+        d_bias[bias_base + b] = d_row[b];
+    }
+}
