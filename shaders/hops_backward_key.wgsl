@@ -16,9 +16,11 @@
 //   9 delta     f32 [heads, rows]  rowsum(d_out * out) minus the gradient of the lse (host)
 //  10 d_k       vec4<f32> [heads, keys, head_dim / 4]  gradient of the keys (written)
 //  11 d_v       vec4<f32> [heads, keys, head_dim / 4]  gradient of the values (written)
-//  12 params    Params
-// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ keys, x ≤ 65535; one invocation per key
-// gid.x + gid.y · 64 · x, of head gid.z.
+//  12 order    u32 [keys]  the key of each invocation slot: keys by pair count, most first
+//  13 params   Params
+// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ keys, x ≤ 65535; one invocation per slot
+// gid.x + gid.y · 64 · x, of head gid.z, for key order[slot] (the host orders the keys so
+// that the lanes of a SIMD group have alike loop counts).
 // HEAD_DIM and BUCKETS are specialised by the host before compilation.
 
 struct Params {
@@ -49,7 +51,8 @@ const SMALL_TABLE: u32 = 16u;
 @group(0) @binding(9) var<storage, read_write> delta: array<f32>;
 @group(0) @binding(10) var<storage, read_write> d_k: array<vec4<f32>>;
 @group(0) @binding(11) var<storage, read_write> d_v: array<vec4<f32>>;
-@group(0) @binding(12) var<storage, read_write> params: Params;
+@group(0) @binding(12) var<storage, read_write> order: array<u32>;
+@group(0) @binding(13) var<storage, read_write> params: Params;
 
 var<private> bias_row: array<f32, BUCKETS>;
 
@@ -73,11 +76,12 @@ fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let key = gid.x + gid.y * groups.x * 64u;
+    let slot = gid.x + gid.y * groups.x * 64u;
     let head = gid.z;
-    if (key >= params.keys) {
+    if (slot >= params.keys) {
         return;
     }
+    let key = order[slot];
     let table_base = head * params.buckets;
     if (BUCKETS <= SMALL_TABLE) {
         for (var b = 0u; b < BUCKETS; b++) {

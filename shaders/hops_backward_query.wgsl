@@ -16,9 +16,11 @@
 //  10 d_q      vec4<f32> [heads, rows, head_dim / 4]  gradient of the queries (written)
 //  11 d_bias   f32 [heads, rows, buckets]  per-row partial sums of the bias-table gradient
 //                                          (written; the host sums over rows)
-//  12 params   Params
+//  12 order    u32 [rows]  the row of each invocation slot: rows by pair count, most first
+//  13 params   Params
 // Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ rows, x ≤ 65535; one invocation per
-// query row gid.x + gid.y · 64 · x, of head gid.z.
+// slot gid.x + gid.y · 64 · x, of head gid.z, for query row order[slot] (the host orders the
+// rows so that the lanes of a SIMD group have alike loop counts).
 // HEAD_DIM and BUCKETS are specialised by the host before compilation.
 
 struct Params {
@@ -49,7 +51,8 @@ const SMALL_TABLE: u32 = 16u;
 @group(0) @binding(9) var<storage, read_write> delta: array<f32>;
 @group(0) @binding(10) var<storage, read_write> d_q: array<vec4<f32>>;
 @group(0) @binding(11) var<storage, read_write> d_bias: array<f32>;
-@group(0) @binding(12) var<storage, read_write> params: Params;
+@group(0) @binding(12) var<storage, read_write> order: array<u32>;
+@group(0) @binding(13) var<storage, read_write> params: Params;
 
 var<private> bias_row: array<f32, BUCKETS>;
 
@@ -73,11 +76,12 @@ fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let row = gid.x + gid.y * groups.x * 64u;
+    let slot = gid.x + gid.y * groups.x * 64u;
     let head = gid.z;
-    if (row >= params.rows) {
+    if (slot >= params.rows) {
         return;
     }
+    let row = order[slot];
     let table_base = head * params.buckets;
     if (BUCKETS <= SMALL_TABLE) {
         for (var b = 0u; b < BUCKETS; b++) {

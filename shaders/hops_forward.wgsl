@@ -13,10 +13,12 @@
 //   7 out      vec4<f32> [heads, rows, head_dim / 4]  attention output (written)
 //   8 lse      f32 [heads, rows]                      log-sum-exp of each row's scores (written;
 //                                                     -1e30 for a row without pairs)
-//   9 params   Params
+//   9 order    u32 [rows]  the row of each invocation slot: rows by pair count, most first
+//  10 params   Params
 // Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ rows, x ≤ 65535; one invocation per
-// query row gid.x + gid.y · 64 · x, of head gid.z. Every index is bounded by the host: keys of
-// pairs < keys, buckets < buckets.
+// slot gid.x + gid.y · 64 · x, of head gid.z, for query row order[slot] (the host orders the
+// rows so that the lanes of a SIMD group have alike loop counts). Every index is bounded by the
+// host: keys of pairs < keys, buckets < buckets, order a permutation of the rows.
 // HEAD_DIM and BUCKETS are specialised by the host before compilation.
 
 struct Params {
@@ -45,7 +47,8 @@ const NEG: f32 = -1.0e30;
 @group(0) @binding(6) var<storage, read_write> buckets: array<u32>;
 @group(0) @binding(7) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(9) var<storage, read_write> params: Params;
+@group(0) @binding(9) var<storage, read_write> order: array<u32>;
+@group(0) @binding(10) var<storage, read_write> params: Params;
 
 var<private> bias_row: array<f32, BUCKETS>;
 
@@ -69,11 +72,12 @@ fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let row = gid.x + gid.y * groups.x * 64u;
+    let slot = gid.x + gid.y * groups.x * 64u;
     let head = gid.z;
-    if (row >= params.rows) {
+    if (slot >= params.rows) {
         return;
     }
+    let row = order[slot];
     let table_base = head * params.buckets;
     if (BUCKETS <= SMALL_TABLE) {
         for (var b = 0u; b < BUCKETS; b++) {

@@ -397,7 +397,7 @@ fn packed(buckets: &[u8]) -> Vec<u8> {
 
 /// Every hops plan of `index` (forward, query and key backward) with the pattern's arrays in
 /// their bindings (4, 5, 6: by row for the forward and the query kernel, by key for the key
-/// kernel).
+/// kernel; the order of rows or keys in the binding before `Params`).
 fn hops_plans(
     index: &HopsIndex,
     heads: usize,
@@ -423,10 +423,24 @@ fn hops_plans(
         (5, words(index.col_rows())),
         (6, packed(index.col_buckets())),
     ];
+    let with = |pattern: &[(usize, Vec<u8>)], order: (usize, &[i32])| {
+        let mut data = pattern.to_vec();
+        data.push((order.0, words(order.1)));
+        data
+    };
     vec![
-        (shape.launch(Shader::HopsForward), by_row.clone()),
-        (shape.launch(Shader::HopsBackwardQuery), by_row),
-        (shape.launch(Shader::HopsBackwardKey), by_key),
+        (
+            shape.launch(Shader::HopsForward),
+            with(&by_row, (9, index.row_order())),
+        ),
+        (
+            shape.launch(Shader::HopsBackwardQuery),
+            with(&by_row, (12, index.row_order())),
+        ),
+        (
+            shape.launch(Shader::HopsBackwardKey),
+            with(&by_key, (12, index.key_order())),
+        ),
     ]
 }
 

@@ -354,8 +354,8 @@ impl HopsShape {
 
     /// The least bytes of each binding of `shader`, from the index expressions of the WGSL (a
     /// head's rows start at `head · rows`, its keys at `head · keys`; the pattern's arrays are
-    /// indexed by pair or by row or key + 1; keys and rows read from them are below `keys` and
-    /// `rows`, as [`HopsIndex`](super::HopsIndex) guarantees).
+    /// indexed by pair, by row or key + 1, or by invocation slot (the orders); keys and rows read
+    /// from them are below `keys` and `rows`, as [`HopsIndex`](super::HopsIndex) guarantees).
     fn binding_bytes(&self, shader: Shader) -> Vec<u64> {
         let [heads, rows, keys, vec, buckets, pairs] = [
             self.heads,
@@ -372,6 +372,7 @@ impl HopsShape {
         let per_row = elements("per-row scalars", heads * rows, 4);
         let pair_ids = elements("pair ids", pairs, 4);
         let pair_buckets = pairs.div_ceil(4) * 4;
+        let row_order = elements("row order", rows, 4);
         let inputs = [query, key, key, table];
         let pattern_and_outputs: Vec<u64> = match shader {
             Shader::HopsForward => vec![
@@ -380,6 +381,7 @@ impl HopsShape {
                 pair_buckets,
                 query,
                 per_row,
+                row_order,
             ],
             Shader::HopsBackwardQuery => vec![
                 elements("row offsets", rows + 1, 4),
@@ -390,6 +392,7 @@ impl HopsShape {
                 per_row,
                 query,
                 elements("bias-gradient partial sums", heads * rows * buckets, 4),
+                row_order,
             ],
             Shader::HopsBackwardKey => vec![
                 elements("key offsets", keys + 1, 4),
@@ -400,6 +403,7 @@ impl HopsShape {
                 per_row,
                 key,
                 key,
+                elements("key order", keys, 4),
             ],
             _ => unreachable!("{} is not a hops shader", shader.file_name()),
         };

@@ -74,8 +74,8 @@ impl Shader {
             Shader::AttentionForward => 8,
             Shader::AttentionBackwardQuery | Shader::AttentionBackwardKey => 11,
             Shader::SparseMatmul => 7,
-            Shader::HopsForward => 10,
-            Shader::HopsBackwardQuery | Shader::HopsBackwardKey => 13,
+            Shader::HopsForward => 11,
+            Shader::HopsBackwardQuery | Shader::HopsBackwardKey => 14,
             Shader::ColumnSums => 3,
         }
     }

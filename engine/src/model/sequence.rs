@@ -121,6 +121,8 @@ impl<B: Backend> SequenceTensors<B> {
                 &p.col_offsets,
                 &p.col_rows,
                 &p.col_buckets,
+                &p.row_order,
+                &p.key_order,
             ]
             .into_iter()
             .map(ints)

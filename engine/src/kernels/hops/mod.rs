@@ -45,6 +45,10 @@ pub struct HopsPattern<B: Backend> {
     pub col_rows: Tensor<B, 1, Int>,
     /// Bucket of each pair, grouped by key, packed, `[ceil(pairs / 4)]`.
     pub col_buckets: Tensor<B, 1, Int>,
+    /// The rows in the order the kernels take them, `[rows]` ([`HopsIndex::row_order`]).
+    pub row_order: Tensor<B, 1, Int>,
+    /// The keys in the order the key-side backward takes them, `[keys]`.
+    pub key_order: Tensor<B, 1, Int>,
 }
 
 impl<B: Backend> HopsPattern<B> {
@@ -66,6 +70,8 @@ impl<B: Backend> HopsPattern<B> {
             col_offsets: int(index.col_offsets().to_vec()),
             col_rows: int(index.col_rows().to_vec()),
             col_buckets: int(pack_buckets(index.col_buckets())),
+            row_order: int(index.row_order().to_vec()),
+            key_order: int(index.key_order().to_vec()),
         }
     }
 
@@ -86,6 +92,8 @@ impl<B: Backend> HopsPattern<B> {
             col_offsets: f(self.col_offsets),
             col_rows: f(self.col_rows),
             col_buckets: f(self.col_buckets),
+            row_order: f(self.row_order),
+            key_order: f(self.key_order),
         }
     }
 }

@@ -83,6 +83,7 @@ impl HopsAttentionBackend for WgpuBackend {
             int(pattern.pair_buckets),
             output.handle.clone(),
             lse.handle.clone(),
+            int(pattern.row_order),
         ];
         launch(q, shape.launch(Shader::HopsForward), buffers);
         AttentionSaved { output, lse }
@@ -129,9 +130,23 @@ impl HopsAttentionBackward for WgpuBackend {
             int(pattern.col_rows),
             int(pattern.col_buckets),
         ];
-        let query = [&front[..], &by_row, &saved, &grads.query()].concat();
+        let query = [
+            &front[..],
+            &by_row,
+            &saved,
+            &grads.query(),
+            &[int(pattern.row_order)],
+        ]
+        .concat();
         launch(&inputs.q, shape.launch(Shader::HopsBackwardQuery), query);
-        let key = [&front[..], &by_key, &saved, &grads.key()].concat();
+        let key = [
+            &front[..],
+            &by_key,
+            &saved,
+            &grads.key(),
+            &[int(pattern.key_order)],
+        ]
+        .concat();
         launch(&inputs.q, shape.launch(Shader::HopsBackwardKey), key);
         grads.into_grads()
     }
