@@ -47,3 +47,56 @@ fn bench_attention_rejects_a_head_dim_the_kernel_cannot_read() -> TestResult {
     assert_one_line_error(&run, Some(1), &["--head-dim (72)", "up to 68"]);
     Ok(())
 }
+
+#[test]
+fn bench_attention_hops_reports_pairs_beside_the_dense_kernels_and_the_reference() -> TestResult {
+    if !have_adapter(
+        "bench_attention_hops_reports_pairs_beside_the_dense_kernels_and_the_reference",
+    )? {
+        return Ok(());
+    }
+    let pairs =
+        std::env::temp_dir().join(format!("megagraph-bench-pairs-{}.npz", std::process::id()));
+    let pairs_arg = pairs.to_str().ok_or("temp path is not UTF-8")?;
+    let run = megagraph(&[
+        "bench",
+        "attention",
+        "--scope",
+        "hops:1",
+        "--nodes",
+        "256",
+        "--heads",
+        "2",
+        "--head-dim",
+        "8",
+        "--export-pairs",
+        pairs_arg,
+        "--json",
+    ])?;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let report: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
+    assert_eq!(report["scope"], "hops:1:256");
+    // 256 × 2 × 8 floats fit any binding: all heads in one launch.
+    assert_eq!(report["heads_per_block"], 2);
+    let pairs_count = report["pairs"].as_u64().ok_or("pairs missing")?;
+    // Every node pairs with itself at least; R-MAT's hubs give more.
+    assert!(pairs_count > 256, "{report}");
+    for key in ["hops_ms", "dense_ms", "reference_ms", "hops_peak_bytes"] {
+        let value = report[key]
+            .as_f64()
+            .ok_or_else(|| format!("{key} missing or not a number: {report}"))?;
+        assert!(value > 0.0, "{key} = {value}");
+    }
+    // The exported pairs are a zip of offsets, keys and buckets.
+    let file = std::fs::File::open(&pairs)?;
+    let names: Vec<String> = zip::ZipArchive::new(file)?
+        .file_names()
+        .map(String::from)
+        .collect();
+    std::fs::remove_file(&pairs)?;
+    for name in ["offsets.npy", "keys.npy", "buckets.npy"] {
+        assert!(names.iter().any(|n| n == name), "{name} not in {names:?}");
+    }
+    Ok(())
+}

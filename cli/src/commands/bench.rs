@@ -148,6 +148,12 @@ fn hops_attention(args: &AttentionArgs, hops: u8, max_pairs: usize) -> anyhow::R
         r.matmul_peak_gflops,
         r.host_matmul_gflops
     );
+    if r.heads_per_block < r.heads {
+        println!(
+            "heads ran {} at a time: one [heads, S, head_dim] tensor exceeds the adapter's binding limit",
+            r.heads_per_block
+        );
+    }
     for (what, ms, peak) in [
         (
             "dense fused kernels over all S² pairs",
