@@ -4,6 +4,7 @@
 #
 #   scripts/cost-model-check.sh                 # debug build, 4 logical devices on adapter 0
 #   MEGAGRAPH=target/release/megagraph DEVICES=4 scripts/cost-model-check.sh
+#   EXTRA="--scope hops:2" scripts/cost-model-check.sh   # more train options (here the hops scope)
 #
 # One profile is measured first and every plan is made on it (`train --cluster --degrees`),
 # so predictions and measurements come from the same binary and devices.
@@ -15,6 +16,8 @@ OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 PLANS=${PLANS:-"dp1-pp1-cp1 dp1-pp1-cp2 dp1-pp1-cp4 dp1-pp2-cp1 dp2-pp1-cp1 dp2-pp1-cp2 dp1-pp2-cp2"}
 RUN=(--synthetic sbm:2048:4 --seq-len 512 --layers 2 --hidden 64 --heads 4 --epochs 3 --patience 3 --seed 0)
+read -r -a EXTRA_ARGS <<<"${EXTRA:-}"
+RUN+=("${EXTRA_ARGS[@]}")
 
 [[ -x $BIN ]] || cargo build -p megagraph-cli
 "$BIN" profile --devices "$DEVICES" --out "$OUT/cluster.json" 2>"$OUT/profile.log"
@@ -25,8 +28,8 @@ done
 python3 - "$OUT" $PLANS <<'PY'
 import json, sys
 out, plans = sys.argv[1], sys.argv[2:]
-print("| plan | measured step (s) | predicted step (s) | measured / predicted | peak in use (MiB) | pool reserved (MiB) | predicted peak (MiB) | in use / predicted |")
-print("|---|---|---|---|---|---|---|---|")
+print("| plan | measured step (s) | predicted step (s) | measured / predicted | peak in use (MiB) | pool reserved (MiB) | predicted peak (MiB) | in use / predicted | sent per step (KiB) | predicted sent (KiB) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for plan in plans:
     report = json.loads(open(f"{out}/{plan}.json").read().strip().splitlines()[-1])
     devices = report["devices"]
@@ -35,5 +38,7 @@ for plan in plans:
     in_use = max(d["peak_in_use_bytes"] for d in devices) / 2**20
     reserved = max(d["peak_bytes"] for d in devices) / 2**20
     predicted_peak = max(d["predicted_peak_bytes"] for d in devices) / 2**20
-    print(f"| {plan} | {step:.2f} | {predicted_step:.2f} | {step / predicted_step:.2f} | {in_use:.1f} | {reserved:.1f} | {predicted_peak:.1f} | {in_use / predicted_peak:.2f} |")
+    sent = max(d.get("step_sent_bytes", 0) for d in devices) / 2**10
+    predicted_sent = max(d.get("predicted_sent_bytes", 0) for d in devices) / 2**10
+    print(f"| {plan} | {step:.2f} | {predicted_step:.2f} | {step / predicted_step:.2f} | {in_use:.1f} | {reserved:.1f} | {predicted_peak:.1f} | {in_use / predicted_peak:.2f} | {sent:.0f} | {predicted_sent:.0f} |")
 PY

@@ -32,7 +32,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # JAX held about 24.4 KB per node at 17 pairs per node (6.4 GB at 2^18): skip what would not
 # fit in the memory available now.
-available=$(awk '/MemAvailable/ {print $2 * 1024}' /proc/meminfo)
+available=$(awk '/MemAvailable/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
 
 printf '%-9s %-10s %-12s %-12s %-12s %-12s %-8s %-8s\n' S pairs ours_s jax_s ours_MiB jax_MiB time memory
 for s in "${sizes[@]}"; do

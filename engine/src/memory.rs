@@ -244,11 +244,15 @@ mod tests {
             edges: 0,
             feature_nonzeros: 0,
         };
-        let base = sequence_memory(&graph, 1000, PairBytes {
-            host_per_row: 0,
-            device_per_row: 0,
-            host_cache: 0,
-        });
+        let base = sequence_memory(
+            &graph,
+            1000,
+            PairBytes {
+                host_per_row: 0,
+                device_per_row: 0,
+                host_cache: 0,
+            },
+        );
         let cached = |cache: u64| {
             let pairs = PairBytes {
                 host_per_row: 100,

@@ -68,7 +68,9 @@ pub fn infer<B: ModelBackend + MemoryProbe>(
     let task = crate::progress::task(format!("running {} sequence(s)", sequences.len()));
     for (done, seq) in sequences.list().iter().enumerate() {
         task.advance(done as u64, sequences.len() as u64);
-        let tensors = sequences.host(done, graph).to_device::<B>(graph, &config, device);
+        let tensors = sequences
+            .host(done, graph)
+            .to_device::<B>(graph, &config, device);
         let x = model.forward_embedding(&tensors);
         let x = model.forward_layers(x, 0..config.layers, &tensors);
         let states = host(x.clone());
