@@ -76,10 +76,87 @@ impl<B: ModelBackend> GraphTransformerLayer<B> {
             local
         };
         let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
-        let f = self.norm_ffn.forward(x.clone());
-        let f = self
-            .ffn_out
-            .forward(self.dropout.forward(gelu(self.ffn_in.forward(f))));
+        let f = self.feed_forward(self.norm_ffn.forward(x.clone()));
         x + self.dropout.forward(f)
+    }
+
+    /// The feed-forward block over `f` (`[count, hidden]`), in blocks of rows whose
+    /// `[rows, ffn_hidden]` activation fits the device's largest buffer: a context-parallel
+    /// shard of a million-node sequence has more rows than one such buffer holds (rows are
+    /// independent here, so the blocks compute exactly what one pass would).
+    fn feed_forward(&self, f: Tensor<B, 2>) -> Tensor<B, 2> {
+        let block = ffn_block_rows(
+            B::max_buffer_bytes(&f.device()),
+            self.ffn_in.weight.val().dims()[1],
+        );
+        self.feed_forward_in_blocks(f, block)
+    }
+
+    /// The feed-forward block over `f`, `block` rows at a time.
+    fn feed_forward_in_blocks(&self, f: Tensor<B, 2>, block: usize) -> Tensor<B, 2> {
+        let [count, hidden] = f.dims();
+        let run = |f: Tensor<B, 2>| {
+            self.ffn_out
+                .forward(self.dropout.forward(gelu(self.ffn_in.forward(f))))
+        };
+        if count <= block {
+            return run(f);
+        }
+        let blocks = (0..count)
+            .step_by(block)
+            .map(|start| {
+                run(f
+                    .clone()
+                    .slice([start..(start + block).min(count), 0..hidden]))
+            })
+            .collect();
+        Tensor::cat(blocks, 0)
+    }
+}
+
+/// Rows per feed-forward block: as many `ffn_hidden`-wide f32 rows as one buffer of
+/// `max_buffer_bytes` holds (all rows where the device has no such limit).
+fn ffn_block_rows(max_buffer_bytes: Option<u64>, ffn_hidden: usize) -> usize {
+    max_buffer_bytes.map_or(usize::MAX, |limit| {
+        usize::try_from(limit / (4 * ffn_hidden.max(1) as u64))
+            .unwrap_or(usize::MAX)
+            .max(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::{Distribution, Tensor};
+
+    use super::{GraphTransformerLayer, ffn_block_rows};
+    use crate::{device::CpuBackend, model::ModelConfig};
+
+    #[test]
+    fn the_feed_forward_block_in_row_blocks_equals_one_pass() {
+        let device = Default::default();
+        let config = ModelConfig {
+            hidden: 8,
+            heads: 2,
+            ffn_hidden: 16,
+            dropout: 0.0,
+            ..ModelConfig::new(4, 2)
+        };
+        let layer = GraphTransformerLayer::<CpuBackend>::new(&config, &device);
+        let f = Tensor::<CpuBackend, 2>::random([10, 8], Distribution::Default, &device);
+        let whole = layer.feed_forward_in_blocks(f.clone(), usize::MAX);
+        let blocks = layer.feed_forward_in_blocks(f, 3);
+        assert_eq!(blocks.dims(), [10, 8]);
+        whole
+            .into_data()
+            .assert_approx_eq::<f32>(&blocks.into_data(), Default::default());
+    }
+
+    #[test]
+    fn feed_forward_blocks_fit_the_buffer_limit() {
+        // 128 MiB over 128 floats of 4 bytes: 262144 rows; a shard of 276763 rows needs two.
+        assert_eq!(ffn_block_rows(Some(1 << 27), 128), 262_144);
+        assert_eq!(ffn_block_rows(Some(1 << 27), 3 << 20), 10);
+        assert_eq!(ffn_block_rows(Some(100), 128), 1);
+        assert_eq!(ffn_block_rows(None, 128), usize::MAX);
     }
 }

@@ -27,11 +27,19 @@ pub use transformer::GraphTransformer;
 
 use crate::{
     comm::ExchangeBackend,
+    device::MemoryProbe,
     kernels::{BiasedAttentionBackend, HopsAttentionBackend},
 };
 
-/// What the model needs of a backend: the fused attention of both scopes and the row
-/// exchanges of context parallelism.
-pub trait ModelBackend: BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend {}
+/// What the model needs of a backend: the fused attention of both scopes, the row exchanges of
+/// context parallelism, and the device's buffer limit (the feed-forward block runs in row
+/// blocks within it).
+pub trait ModelBackend:
+    BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend + MemoryProbe
+{
+}
 
-impl<B: BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend> ModelBackend for B {}
+impl<B: BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend + MemoryProbe> ModelBackend
+    for B
+{
+}

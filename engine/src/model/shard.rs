@@ -150,7 +150,10 @@ impl HostSequence {
         let f32s = |n: usize| 4 * n as u64;
         let tokens = config.global_tokens;
         let rows = range.len();
-        let mut buffers = vec![("feed-forward", f32s((rows + tokens) * config.ffn_hidden))];
+        // The feed-forward block runs in row blocks within the limit (`GraphTransformerLayer`),
+        // so a shard's widest row-major buffer is its node states or its logits.
+        let node_state = (rows + tokens) * config.hidden.max(config.classes);
+        let mut buffers = vec![("node-state", f32s(node_state))];
         match &self.pairs {
             SequencePairs::Dense(_) => {
                 buffers.push(("pair-bucket row", self.len() as u64));
