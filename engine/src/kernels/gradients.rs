@@ -1,6 +1,6 @@
-//! What the dense and the hops attention backward share on the wgpu backend: their gradient
-//! buffers, `rowsum(dO ⊙ O)`, and the bias-table gradient summed from per-row partial sums by
-//! `column_sums.wgsl` (in row order, without atomics).
+//! What the dense and the hops attention backward share on the wgpu backend: their operand,
+//! saved-tensor and gradient bindings, `rowsum(dO ⊙ O)`, and the bias-table gradient summed
+//! from per-row partial sums by `column_sums.wgsl` (in row order, without atomics).
 
 use burn::{
     backend::wgpu::into_contiguous,
@@ -9,7 +9,7 @@ use burn::{
 };
 
 use super::{
-    AttentionGrads,
+    AttentionGrads, AttentionSaved,
     launch::{Cube, empty, launch},
     plan::ColumnSumShape,
 };
@@ -59,9 +59,53 @@ impl GradientBuffers {
     }
 }
 
+/// The bindings both attention backwards share, in their order: the operands (bindings 0–3),
+/// then, after each kernel's pattern, the saved tensors and that kernel's gradient outputs.
+pub(super) struct BackwardBindings {
+    /// q, k, v and the bias table.
+    pub operands: [Handle; 4],
+    /// dO, the log-sum-exp and `delta` (`rowsum(dO ⊙ O)` minus the log-sum-exp's gradient).
+    saved: [Handle; 3],
+    /// The gradients the kernels write.
+    pub grads: GradientBuffers,
+}
+
+impl BackwardBindings {
+    /// The bindings of a backward over contiguous `operands` (q, k, v, table) with the
+    /// forward's `saved` outputs and the gradients of its output and (where it has one) of its
+    /// log-sum-exp; `dims` as [`GradientBuffers::new`] takes them.
+    pub fn new(
+        operands: [&Cube; 4],
+        saved: AttentionSaved<WgpuBackend>,
+        grad_output: Cube,
+        grad_lse: Option<Cube>,
+        dims: [usize; 5],
+    ) -> Self {
+        let grad_output = into_contiguous(grad_output);
+        let lse = into_contiguous(saved.lse);
+        let delta = row_dot(grad_output.clone(), saved.output, grad_lse);
+        Self {
+            operands: operands.map(|t| t.handle.clone()),
+            saved: [grad_output.handle, lse.handle, delta.handle],
+            grads: GradientBuffers::new(operands[0], dims),
+        }
+    }
+
+    /// What the query kernel binds after its pattern: the saved tensors, dQ and the bias
+    /// partial sums.
+    pub fn query_outputs(&self) -> Vec<Handle> {
+        [&self.saved[..], &self.grads.query()].concat()
+    }
+
+    /// What the key kernel binds after its pattern: the saved tensors, dK and dV.
+    pub fn key_outputs(&self) -> Vec<Handle> {
+        [&self.saved[..], &self.grads.key()].concat()
+    }
+}
+
 /// `rowsum(a ⊙ b)` over the last dimension of `[heads, rows, head_dim]` tensors, minus `less`
 /// (`[heads, rows]`) if given: contiguous `[heads, rows]`.
-pub(super) fn row_dot(a: Cube, b: Cube, less: Option<Cube>) -> Cube {
+fn row_dot(a: Cube, b: Cube, less: Option<Cube>) -> Cube {
     let a: Tensor<WgpuBackend, 3> = Tensor::from_primitive(TensorPrimitive::Float(a));
     let b: Tensor<WgpuBackend, 3> = Tensor::from_primitive(TensorPrimitive::Float(b));
     let [heads, rows, _] = a.dims();

@@ -117,6 +117,18 @@ pub struct AttentionShape {
 }
 
 impl AttentionShape {
+    /// `[heads, rows, keys, head_dim, buckets]`: what the backward's gradient buffers are
+    /// shaped by.
+    pub fn gradient_dims(&self) -> [usize; 5] {
+        [
+            self.heads,
+            self.rows,
+            self.keys,
+            self.head_dim,
+            self.buckets,
+        ]
+    }
+
     /// Panics, with the numbers, on a shape the fused kernels cannot run: a head dimension
     /// that is not a multiple of 4 or above [`MAX_FUSED_HEAD_DIM`], more than 256 buckets, or a
     /// pair bucket outside the table (it would read another head's bias, or write past an
@@ -302,9 +314,9 @@ pub struct HopsShape {
 }
 
 impl HopsShape {
-    /// Panics, with the numbers, on a shape the kernels cannot run (as
-    /// [`AttentionShape::check`], and an empty pattern).
-    pub fn check(&self) {
+    /// The dense attention of the same operands: what the two scopes' checks and gradient
+    /// buffers have in common.
+    fn operands(&self) -> AttentionShape {
         AttentionShape {
             heads: self.heads,
             rows: self.rows,
@@ -313,7 +325,17 @@ impl HopsShape {
             buckets: self.buckets,
             max_bucket: self.max_bucket,
         }
-        .check();
+    }
+
+    /// `[heads, rows, keys, head_dim, buckets]`, as [`AttentionShape::gradient_dims`].
+    pub fn gradient_dims(&self) -> [usize; 5] {
+        self.operands().gradient_dims()
+    }
+
+    /// Panics, with the numbers, on a shape the kernels cannot run (as
+    /// [`AttentionShape::check`], and an empty pattern).
+    pub fn check(&self) {
+        self.operands().check();
         assert!(
             self.heads > 0 && self.rows > 0 && self.keys > 0 && self.pairs > 0,
             "an empty hops launch: {self:?}"

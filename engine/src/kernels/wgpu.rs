@@ -6,7 +6,7 @@ use burn::{backend::wgpu::into_contiguous, cubecl::server::Handle, tensor::ops::
 use super::{
     AttentionBackwardBackend, AttentionGrads, AttentionInputs, AttentionSaved,
     BiasedAttentionBackend,
-    gradients::{GradientBuffers, row_dot},
+    gradients::BackwardBindings,
     launch::{empty, launch},
     plan::AttentionShape,
     shaders::Shader,
@@ -102,40 +102,26 @@ impl AttentionBackwardBackend for WgpuBackend {
     ) -> AttentionGrads<Self> {
         let inputs = contiguous(inputs);
         let shape = shape_of(&inputs);
-        let grad_output = into_contiguous(grad_output);
-        let lse = into_contiguous(saved.lse);
-        let delta = row_dot(grad_output.clone(), saved.output, None);
-        let grads = GradientBuffers::new(
-            &inputs.q,
-            [
-                shape.heads,
-                shape.rows,
-                shape.keys,
-                shape.head_dim,
-                shape.buckets,
-            ],
+        let bindings = BackwardBindings::new(
+            [&inputs.q, &inputs.k, &inputs.v, &inputs.table],
+            saved,
+            grad_output,
+            None,
+            shape.gradient_dims(),
         );
-        let before = [
-            inputs.q.handle.clone(),
-            inputs.k.handle.clone(),
-            inputs.v.handle.clone(),
-            inputs.table.handle.clone(),
-        ];
-        let saved = [grad_output.handle, lse.handle, delta.handle];
-        let query_out = [&saved[..], &grads.query()].concat();
-        let key_out = [&saved[..], &grads.key()].concat();
+        let before = &bindings.operands;
         run_blocks(
             &inputs,
             &shape,
             Shader::AttentionBackwardQuery,
-            [&before, &query_out],
+            [before, &bindings.query_outputs()],
         );
         run_blocks(
             &inputs,
             &shape,
             Shader::AttentionBackwardKey,
-            [&before, &key_out],
+            [before, &bindings.key_outputs()],
         );
-        grads.into_grads()
+        bindings.grads.into_grads()
     }
 }

@@ -12,7 +12,7 @@ use super::{HopsAttentionBackend, HopsAttentionBackward, HopsInputs};
 use crate::device::WgpuBackend;
 use crate::kernels::{
     AttentionGrads, AttentionSaved,
-    gradients::{GradientBuffers, row_dot},
+    gradients::BackwardBindings,
     launch::{empty, launch},
     plan::HopsShape,
     shaders::Shader,
@@ -99,26 +99,13 @@ impl HopsAttentionBackward for WgpuBackend {
     ) -> AttentionGrads<Self> {
         let inputs = contiguous(inputs);
         let shape = shape_of(&inputs);
-        let grad_output = into_contiguous(grad_output);
-        let lse = into_contiguous(saved.lse);
-        let delta = row_dot(grad_output.clone(), saved.output, grad_lse);
-        let grads = GradientBuffers::new(
-            &inputs.q,
-            [
-                shape.heads,
-                shape.rows,
-                shape.keys,
-                shape.head_dim,
-                shape.buckets,
-            ],
+        let bindings = BackwardBindings::new(
+            [&inputs.q, &inputs.k, &inputs.v, &inputs.table],
+            saved,
+            grad_output,
+            grad_lse,
+            shape.gradient_dims(),
         );
-        let front = [
-            inputs.q.handle.clone(),
-            inputs.k.handle.clone(),
-            inputs.v.handle.clone(),
-            inputs.table.handle.clone(),
-        ];
-        let saved = [grad_output.handle, lse.handle, delta.handle];
         let pattern = inputs.pattern.clone();
         let by_row = [
             int(pattern.row_offsets),
@@ -131,23 +118,21 @@ impl HopsAttentionBackward for WgpuBackend {
             int(pattern.col_buckets),
         ];
         let query = [
-            &front[..],
+            &bindings.operands[..],
             &by_row,
-            &saved,
-            &grads.query(),
+            &bindings.query_outputs(),
             &[int(pattern.row_order)],
         ]
         .concat();
         launch(&inputs.q, shape.launch(Shader::HopsBackwardQuery), query);
         let key = [
-            &front[..],
+            &bindings.operands[..],
             &by_key,
-            &saved,
-            &grads.key(),
+            &bindings.key_outputs(),
             &[int(pattern.key_order)],
         ]
         .concat();
         launch(&inputs.q, shape.launch(Shader::HopsBackwardKey), key);
-        grads.into_grads()
+        bindings.grads.into_grads()
     }
 }
