@@ -82,8 +82,9 @@ impl<B: ModelBackend> GraphTransformerLayer<B> {
 
     /// The feed-forward block over `f` (`[count, hidden]`), in blocks of rows whose
     /// `[rows, ffn_hidden]` activation fits the device's largest buffer: a context-parallel
-    /// shard of a million-node sequence has more rows than one such buffer holds (rows are
-    /// independent here, so the blocks compute exactly what one pass would).
+    /// shard of a million-node sequence has more rows than one such buffer holds. Rows are
+    /// independent here: without dropout the blocks compute exactly what one pass would; with
+    /// it, each block draws its own masks.
     fn feed_forward(&self, f: Tensor<B, 2>) -> Tensor<B, 2> {
         let block = ffn_block_rows(
             B::max_buffer_bytes(&f.device()),
