@@ -141,7 +141,8 @@ pub struct TrainArgs {
     /// Continue from the newest valid checkpoint of --checkpoint DIR (under any plan).
     #[arg(long, requires = "checkpoint")]
     resume: bool,
-    /// Seconds a device waits for a message from another before declaring it hung or gone.
+    /// Seconds a device waits for a message from another before declaring it hung or gone
+    /// (at least 900 during its first epoch, which compiles and autotunes its kernels).
     #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
     comm_timeout: f64,
     /// Write the parameters of the best validation epoch (no optimizer state) with the run's

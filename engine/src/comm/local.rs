@@ -2,6 +2,7 @@
 //! tag), guarded by one mutex, with a condition variable to wake receivers.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,11 @@ use super::{CommError, Communicator, Rank, SentBytes, Tag};
 
 /// How long a receiver waits before it declares its peer hung.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// The least a receiver waits before its rank has warmed up (see
+/// [`Communicator::warmed_up`]): each device compiles and autotunes its kernels in its first
+/// steps, at its own pace, so peers of one job can be minutes apart there without being hung.
+pub const WARM_UP_TIMEOUT: Duration = Duration::from_secs(900);
 
 #[derive(Debug, Default)]
 struct Mailboxes {
@@ -25,16 +31,40 @@ pub(super) struct PostOffice {
     arrived: Condvar,
     size: usize,
     timeout: Duration,
+    /// Per rank: whether it has warmed up, so its waits are bounded by `timeout` alone.
+    warm: Vec<AtomicBool>,
 }
 
 impl PostOffice {
-    /// Mailboxes for a job of `size` ranks whose receivers give up after `timeout`.
+    /// Mailboxes for a job of `size` ranks whose receivers give up after `timeout` (at least
+    /// [`WARM_UP_TIMEOUT`] until they have warmed up).
     pub(super) fn new(size: usize, timeout: Duration) -> Self {
         Self {
             mailboxes: Mutex::new(Mailboxes::default()),
             arrived: Condvar::new(),
             size,
             timeout,
+            warm: (0..size).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    /// Marks `rank` warmed up: from now on its waits give up after the timeout alone.
+    pub(super) fn warmed_up(&self, rank: Rank) {
+        if let Some(flag) = self.warm.get(rank) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// How long `rank` waits for a message now.
+    fn patience(&self, rank: Rank) -> Duration {
+        if self
+            .warm
+            .get(rank)
+            .is_some_and(|w| w.load(Ordering::Relaxed))
+        {
+            self.timeout
+        } else {
+            self.timeout.max(WARM_UP_TIMEOUT)
         }
     }
 
@@ -95,6 +125,7 @@ impl PostOffice {
     /// aborted or the timeout passes.
     pub(super) fn collect(&self, to: Rank, from: Rank, tag: Tag) -> Result<Vec<f32>, CommError> {
         let start = Instant::now();
+        let patience = self.patience(to);
         let mut boxes = self.lock();
         loop {
             if let Some(reason) = &boxes.aborted {
@@ -108,7 +139,7 @@ impl PostOffice {
                 return Ok(data);
             }
             let waited = start.elapsed();
-            if waited >= self.timeout {
+            if waited >= patience {
                 return Err(CommError::Timeout {
                     rank: to,
                     from,
@@ -118,7 +149,7 @@ impl PostOffice {
             }
             boxes = self
                 .arrived
-                .wait_timeout(boxes, self.timeout - waited)
+                .wait_timeout(boxes, patience - waited)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
@@ -199,6 +230,10 @@ impl Communicator for LocalCommunicator {
 
     fn sent_bytes(&self) -> u64 {
         self.sent.total()
+    }
+
+    fn warmed_up(&self) {
+        self.office.warmed_up(self.rank);
     }
 }
 
@@ -288,6 +323,18 @@ mod tests {
     fn abort_wakes_a_blocked_receiver_and_a_silent_peer_times_out() {
         let hub = LocalHub::with_timeout(2, Duration::from_millis(200));
         let waiting = hub.communicator(1).expect("rank 1");
+        assert_eq!(
+            hub.office.patience(1),
+            WARM_UP_TIMEOUT,
+            "cold: compile time allowed"
+        );
+        waiting.warmed_up();
+        assert_eq!(hub.office.patience(1), Duration::from_millis(200));
+        assert_eq!(
+            hub.office.patience(0),
+            WARM_UP_TIMEOUT,
+            "only rank 1 warmed up"
+        );
         let timed_out = waiting.recv(0, Tag::Gather).expect_err("nobody sends");
         assert!(
             matches!(

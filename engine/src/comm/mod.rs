@@ -26,7 +26,7 @@ pub use self::mpi::{MpiCommunicator, MpiJob, MpiRuntime, launched_by_mpirun};
 pub use error::CommError;
 pub use exchange::{ExchangeBackend, HostRows, RowsExchange, exchange_rows};
 pub use halo::{HaloExchange, exchange_halo};
-pub use local::{LocalCommunicator, LocalHub};
+pub use local::{LocalCommunicator, LocalHub, WARM_UP_TIMEOUT};
 #[cfg(feature = "mpi")]
 pub use mpi_measure::{CommBenchRow, ProcessLink, bench_comm, measure_process_links};
 pub use rows::{RowExchange, gather_rows};
@@ -117,6 +117,11 @@ pub trait Communicator: Send + Sync + Debug {
 
     /// Ends the job on every rank: blocked and later calls anywhere fail with `reason`.
     fn abort(&self, reason: &str);
+
+    /// Says this rank has compiled its kernels (its first epoch is done): until then its
+    /// receives wait at least [`WARM_UP_TIMEOUT`], since devices compile and autotune at
+    /// their own pace; from then on the communicator's timeout alone bounds them.
+    fn warmed_up(&self);
 
     /// Payload bytes this rank has sent so far (every message, to devices in this process or
     /// others).

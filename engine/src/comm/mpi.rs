@@ -482,6 +482,10 @@ impl Communicator for MpiCommunicator {
     fn sent_bytes(&self) -> u64 {
         self.sent.total()
     }
+
+    fn warmed_up(&self) {
+        self.office.warmed_up(self.rank);
+    }
 }
 
 #[cfg(test)]

@@ -235,6 +235,7 @@ where
                 }
             }
             let accuracy = self.evaluate()?;
+            self.comm.warmed_up();
             let losses = &state.step_losses[first_step..];
             let metrics = EpochMetrics {
                 epoch,
