@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use megagraph_engine::{
     graph::{NearLimits, NearPairs, RmatParams, rmat},
     kernels::{
-        HopsIndex,
-        plan::{AttentionShape, ColumnSumShape, HopsShape, LaunchPlan, SparseShape},
+        DropoutMask, HopsIndex, RowNumbering,
+        plan::{AttentionShape, ColumnSumShape, DropoutShape, HopsShape, LaunchPlan, SparseShape},
         shaders::Shader,
     },
 };
@@ -369,6 +369,20 @@ fn kernels_index_only_inside_the_buffers_their_plans_name() -> TestResult {
             chunk: 256,
         },
     ] {
+        plans.push((format!("{shape:?}"), shape.launch()));
+    }
+    for (rows, width) in [(1, 1), (300, 7)] {
+        let mask = DropoutMask::new(
+            3,
+            0.5,
+            RowNumbering {
+                shift: 2,
+                nodes: 200,
+                first_node: 10,
+                first_token: 1000,
+            },
+        );
+        let shape = DropoutShape { rows, width, mask };
         plans.push((format!("{shape:?}"), shape.launch()));
     }
     for (what, plan) in &plans {

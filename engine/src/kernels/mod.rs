@@ -11,6 +11,7 @@
 //! The reference is the test oracle on every backend.
 
 mod autodiff;
+pub mod dropout;
 mod gradients;
 pub mod hops;
 mod launch;
@@ -21,6 +22,9 @@ pub mod shaders;
 pub mod sparse;
 mod wgpu;
 
+pub use dropout::{
+    CounterDropoutBackend, DropoutMask, DropoutStreams, RowNumbering, counter_dropout,
+};
 pub use hops::{
     HopsAttentionBackend, HopsAttentionBackward, HopsIndex, HopsPattern, hops_attention,
     hops_attention_with_lse,

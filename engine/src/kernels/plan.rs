@@ -10,8 +10,9 @@
 use std::ops::Range;
 
 use super::{
+    dropout::DropoutMask,
     pairs::assert_in_table,
-    shaders::{AttentionParams, ColumnSumParams, HopsParams, Shader, SparseParams},
+    shaders::{AttentionParams, ColumnSumParams, DropoutParams, HopsParams, Shader, SparseParams},
 };
 
 /// Invocations per workgroup, as in every shader's `@workgroup_size`.
@@ -430,6 +431,44 @@ impl HopsShape {
             _ => unreachable!("{} is not a hops shader", shader.file_name()),
         };
         inputs.into_iter().chain(pattern_and_outputs).collect()
+    }
+}
+
+/// One launch of `dropout.wgsl`: a `[rows, width]` tensor through a mask.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DropoutShape {
+    /// Rows of the tensor.
+    pub rows: usize,
+    /// Columns.
+    pub width: usize,
+    /// The mask.
+    pub mask: DropoutMask,
+}
+
+impl DropoutShape {
+    /// The launch of `dropout.wgsl`.
+    pub fn launch(&self) -> LaunchPlan {
+        let Self { rows, width, mask } = *self;
+        let bytes = elements("dropout elements", (rows * width) as u64, 4);
+        let params = DropoutParams {
+            rows: shader_u32("dropout rows", rows as u64),
+            width: shader_u32("dropout width", width as u64),
+            row_shift: mask.rows.shift,
+            nodes: mask.rows.nodes,
+            first_node: mask.rows.first_node,
+            first_token: mask.rows.first_token,
+            stream: mask.stream,
+            threshold: mask.threshold,
+            scale: mask.scale,
+            _pad: [0; 3],
+        };
+        LaunchPlan {
+            shader: Shader::Dropout,
+            constants: Vec::new(),
+            params: bytemuck::bytes_of(&params).to_vec(),
+            groups: folded_groups(rows * width, 1),
+            binding_bytes: vec![bytes, bytes],
+        }
     }
 }
 

@@ -21,11 +21,13 @@ pub enum Shader {
     HopsBackwardKey,
     /// `column_sums.wgsl`.
     ColumnSums,
+    /// `dropout.wgsl`.
+    Dropout,
 }
 
 impl Shader {
     /// Every shader, for validation.
-    pub const ALL: [Shader; 8] = [
+    pub const ALL: [Shader; 9] = [
         Shader::AttentionForward,
         Shader::AttentionBackwardQuery,
         Shader::AttentionBackwardKey,
@@ -34,6 +36,7 @@ impl Shader {
         Shader::HopsBackwardQuery,
         Shader::HopsBackwardKey,
         Shader::ColumnSums,
+        Shader::Dropout,
     ];
 
     /// The file name under `shaders/`.
@@ -47,6 +50,7 @@ impl Shader {
             Shader::HopsBackwardQuery => "hops_backward_query.wgsl",
             Shader::HopsBackwardKey => "hops_backward_key.wgsl",
             Shader::ColumnSums => "column_sums.wgsl",
+            Shader::Dropout => "dropout.wgsl",
         }
     }
 
@@ -65,6 +69,7 @@ impl Shader {
             Shader::HopsBackwardQuery => include_str!("../../../shaders/hops_backward_query.wgsl"),
             Shader::HopsBackwardKey => include_str!("../../../shaders/hops_backward_key.wgsl"),
             Shader::ColumnSums => include_str!("../../../shaders/column_sums.wgsl"),
+            Shader::Dropout => include_str!("../../../shaders/dropout.wgsl"),
         }
     }
 
@@ -76,7 +81,7 @@ impl Shader {
             Shader::SparseMatmul => 7,
             Shader::HopsForward => 11,
             Shader::HopsBackwardQuery | Shader::HopsBackwardKey => 14,
-            Shader::ColumnSums => 3,
+            Shader::ColumnSums | Shader::Dropout => 3,
         }
     }
 
@@ -92,6 +97,7 @@ impl Shader {
                 size_of::<HopsParams>()
             }
             Shader::ColumnSums => size_of::<ColumnSumParams>(),
+            Shader::Dropout => size_of::<DropoutParams>(),
         }
     }
 
@@ -308,4 +314,30 @@ impl Shader {
             module,
         })
     }
+}
+
+/// The parameters of `dropout.wgsl`, mirrored by its `struct Params`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DropoutParams {
+    /// Rows of the tensor.
+    pub rows: u32,
+    /// Columns.
+    pub width: u32,
+    /// The tensor's first row among the shard's rows.
+    pub row_shift: u32,
+    /// Node rows of the shard (later rows are global tokens).
+    pub nodes: u32,
+    /// Number in the sequence of the shard's first node row.
+    pub first_node: u32,
+    /// Number of the first global token.
+    pub first_token: u32,
+    /// The (seed, step, sequence, site) stream.
+    pub stream: u32,
+    /// Hashes below this are dropped.
+    pub threshold: u32,
+    /// Multiplier of the kept elements.
+    pub scale: f32,
+    /// Padding to 48 bytes.
+    pub _pad: [u32; 3],
 }

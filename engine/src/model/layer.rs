@@ -7,8 +7,9 @@ use burn::{
     tensor::{Tensor, activation::gelu, backend::Backend},
 };
 
-use super::ModelBackend;
-use super::{BiasedAttention, ModelConfig, SequenceTensors, propagate};
+use super::{
+    BiasedAttention, DropoutSite, ModelBackend, ModelConfig, SequenceTensors, dropout, propagate,
+};
 
 /// A Graph Transformer layer.
 #[derive(Module, Debug)]
@@ -42,12 +43,14 @@ impl<B: ModelBackend> GraphTransformerLayer<B> {
     /// Applies the layer to `x` (`[rows + G, hidden]`: the sequence's rows, or this shard's,
     /// then the G global tokens), with the spatial-bias `table`. Attention keys and
     /// message-passing sources come from the key table (the whole sequence, or this shard's
-    /// rows and halo), assembled from the shards.
+    /// rows and halo), assembled from the shards. `index` is the layer's place in the model,
+    /// which its dropout masks depend on.
     pub fn forward(
         &self,
         x: Tensor<B, 2>,
         table: Tensor<B, 2>,
         seq: &SequenceTensors<B>,
+        index: usize,
     ) -> Tensor<B, 2> {
         let [count, hidden] = x.dims();
         let rows = seq.nodes;
@@ -75,40 +78,57 @@ impl<B: ModelBackend> GraphTransformerLayer<B> {
         } else {
             local
         };
-        let x = x + self.dropout.forward(attended) + self.dropout.forward(local);
-        let f = self.feed_forward(self.norm_ffn.forward(x.clone()));
-        x + self.dropout.forward(f)
+        let p = self.dropout.prob;
+        let x = x
+            + dropout(attended, p, seq, DropoutSite::Attention(index), 0)
+            + dropout(local, p, seq, DropoutSite::Local(index), 0);
+        let f = self.feed_forward(self.norm_ffn.forward(x.clone()), seq, index);
+        x + dropout(f, p, seq, DropoutSite::FeedForwardOutput(index), 0)
     }
 
     /// The feed-forward block over `f` (`[count, hidden]`), in blocks of rows whose
     /// `[rows, ffn_hidden]` activation fits the device's largest buffer: a context-parallel
     /// shard of a million-node sequence has more rows than one such buffer holds. Rows are
-    /// independent here: without dropout the blocks compute exactly what one pass would; with
-    /// it, each block draws its own masks.
-    fn feed_forward(&self, f: Tensor<B, 2>) -> Tensor<B, 2> {
+    /// independent here, and a block's dropout masks are those of its rows in one pass, so the
+    /// blocks compute exactly what one pass would.
+    fn feed_forward(
+        &self,
+        f: Tensor<B, 2>,
+        seq: &SequenceTensors<B>,
+        index: usize,
+    ) -> Tensor<B, 2> {
         let block = ffn_block_rows(
             B::max_buffer_bytes(&f.device()),
             self.ffn_in.weight.val().dims()[1],
         );
-        self.feed_forward_in_blocks(f, block)
+        let p = self.dropout.prob;
+        let hidden_dropout = |h: Tensor<B, 2>, start: usize| {
+            dropout(h, p, seq, DropoutSite::FeedForwardHidden(index), start)
+        };
+        self.feed_forward_in_blocks(f, block, &hidden_dropout)
     }
 
-    /// The feed-forward block over `f`, `block` rows at a time.
-    fn feed_forward_in_blocks(&self, f: Tensor<B, 2>, block: usize) -> Tensor<B, 2> {
+    /// The feed-forward block over `f`, `block` rows at a time; `hidden_dropout` drops from
+    /// the hidden activation of the rows from a given row on.
+    fn feed_forward_in_blocks(
+        &self,
+        f: Tensor<B, 2>,
+        block: usize,
+        hidden_dropout: &dyn Fn(Tensor<B, 2>, usize) -> Tensor<B, 2>,
+    ) -> Tensor<B, 2> {
         let [count, hidden] = f.dims();
-        let run = |f: Tensor<B, 2>| {
+        let run = |f: Tensor<B, 2>, start: usize| {
             self.ffn_out
-                .forward(self.dropout.forward(gelu(self.ffn_in.forward(f))))
+                .forward(hidden_dropout(gelu(self.ffn_in.forward(f)), start))
         };
         if count <= block {
-            return run(f);
+            return run(f, 0);
         }
         let blocks = (0..count)
             .step_by(block)
             .map(|start| {
-                run(f
-                    .clone()
-                    .slice([start..(start + block).min(count), 0..hidden]))
+                let rows = start..(start + block).min(count);
+                run(f.clone().slice([rows, 0..hidden]), start)
             })
             .collect();
         Tensor::cat(blocks, 0)
@@ -130,22 +150,35 @@ mod tests {
     use burn::tensor::{Distribution, Tensor};
 
     use super::{GraphTransformerLayer, ffn_block_rows};
-    use crate::{device::CpuBackend, model::ModelConfig};
+    use crate::{
+        device::CpuAutodiff,
+        kernels::{DropoutMask, RowNumbering, counter_dropout},
+        model::ModelConfig,
+    };
 
     #[test]
-    fn the_feed_forward_block_in_row_blocks_equals_one_pass() {
+    fn the_feed_forward_block_in_row_blocks_equals_one_pass_dropout_included() {
         let device = Default::default();
         let config = ModelConfig {
             hidden: 8,
             heads: 2,
             ffn_hidden: 16,
-            dropout: 0.0,
             ..ModelConfig::new(4, 2)
         };
-        let layer = GraphTransformerLayer::<CpuBackend>::new(&config, &device);
-        let f = Tensor::<CpuBackend, 2>::random([10, 8], Distribution::Default, &device);
-        let whole = layer.feed_forward_in_blocks(f.clone(), usize::MAX);
-        let blocks = layer.feed_forward_in_blocks(f, 3);
+        let layer = GraphTransformerLayer::<CpuAutodiff>::new(&config, &device);
+        // Ten shard rows: eight nodes (rows 100..108 of the sequence), then two tokens.
+        let rows = RowNumbering {
+            shift: 0,
+            nodes: 8,
+            first_node: 100,
+            first_token: 500,
+        };
+        let drop = |h: Tensor<CpuAutodiff, 2>, start: usize| {
+            counter_dropout(h, &DropoutMask::new(17, 0.5, rows.shifted(start as u32)))
+        };
+        let f = Tensor::<CpuAutodiff, 2>::random([10, 8], Distribution::Default, &device);
+        let whole = layer.feed_forward_in_blocks(f.clone(), usize::MAX, &drop);
+        let blocks = layer.feed_forward_in_blocks(f, 3, &drop);
         assert_eq!(blocks.dims(), [10, 8]);
         whole
             .into_data()

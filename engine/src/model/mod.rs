@@ -5,6 +5,7 @@
 
 mod attention;
 mod config;
+mod dropout;
 mod layer;
 mod params;
 mod propagate;
@@ -16,6 +17,7 @@ mod transformer;
 
 pub use attention::{AttentionKernel, BiasedAttention};
 pub use config::ModelConfig;
+pub use dropout::{DropoutSite, dropout, feature_dropout};
 pub use layer::GraphTransformerLayer;
 pub use megagraph_planner::{AttentionScope, DEFAULT_MAX_PAIRS};
 pub use params::ModelPart;
@@ -28,18 +30,27 @@ pub use transformer::GraphTransformer;
 use crate::{
     comm::ExchangeBackend,
     device::MemoryProbe,
-    kernels::{BiasedAttentionBackend, HopsAttentionBackend},
+    kernels::{BiasedAttentionBackend, CounterDropoutBackend, HopsAttentionBackend},
 };
 
-/// What the model needs of a backend: the fused attention of both scopes, the row exchanges of
-/// context parallelism, and the device's buffer limit (the feed-forward block runs in row
-/// blocks within it).
+/// What the model needs of a backend: the fused attention of both scopes, counter-based
+/// dropout, the row exchanges of context parallelism, and the device's buffer limit (the
+/// feed-forward block runs in row blocks within it).
 pub trait ModelBackend:
-    BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend + MemoryProbe
+    BiasedAttentionBackend
+    + HopsAttentionBackend
+    + CounterDropoutBackend
+    + ExchangeBackend
+    + MemoryProbe
 {
 }
 
-impl<B: BiasedAttentionBackend + HopsAttentionBackend + ExchangeBackend + MemoryProbe> ModelBackend
-    for B
+impl<
+    B: BiasedAttentionBackend
+        + HopsAttentionBackend
+        + CounterDropoutBackend
+        + ExchangeBackend
+        + MemoryProbe,
+> ModelBackend for B
 {
 }

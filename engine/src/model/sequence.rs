@@ -4,7 +4,7 @@
 use burn::tensor::{Int, Tensor, backend::AutodiffBackend, backend::Backend};
 
 use crate::comm::{HaloExchange, RowExchange, exchange_halo, gather_rows};
-use crate::kernels::{HopsPattern, PairBuckets, SparseMatrix};
+use crate::kernels::{DropoutStreams, HopsPattern, PairBuckets, RowNumbering, SparseMatrix};
 
 use super::ModelBackend;
 
@@ -59,6 +59,14 @@ pub struct SequenceTensors<B: Backend> {
     /// How the global tokens' partial attentions over the shards combine (one row per shard);
     /// `None` on one device or without tokens.
     pub token_exchange: Option<RowExchange>,
+    /// Position in the sequence of the first row held here.
+    pub first_row: usize,
+    /// Nodes of the whole sequence (the global tokens are numbered after them).
+    pub sequence_nodes: usize,
+    /// Entries of the sequence's feature matrix in the rows before `first_row`.
+    pub first_feature_entry: usize,
+    /// The dropout masks of the pass these tensors go through (see [`Self::with_dropout`]).
+    pub dropout: DropoutStreams,
 }
 
 impl<B: ModelBackend> SequenceTensors<B> {
@@ -74,6 +82,25 @@ impl<B: ModelBackend> SequenceTensors<B> {
 }
 
 impl<B: Backend> SequenceTensors<B> {
+    /// The same tensors for a pass whose dropout draws from `streams`.
+    pub fn with_dropout(self, streams: DropoutStreams) -> Self {
+        Self {
+            dropout: streams,
+            ..self
+        }
+    }
+
+    /// Where this shard's rows (nodes, then global tokens) sit in the whole sequence.
+    pub fn row_numbering(&self) -> RowNumbering {
+        let u32_of = |n: usize| u32::try_from(n).expect("sequence rows are numbered in 32 bits");
+        RowNumbering {
+            shift: 0,
+            nodes: u32_of(self.nodes),
+            first_node: u32_of(self.first_row),
+            first_token: u32_of(self.sequence_nodes),
+        }
+    }
+
     /// The same tensors on the autodiff backend `A` over `B` (no copy; nothing is tracked).
     pub fn lift<A: AutodiffBackend<InnerBackend = B>>(self) -> SequenceTensors<A> {
         let int = |t: Tensor<B, 1, Int>| Tensor::<A, 1, Int>::from_inner(t);
@@ -98,6 +125,10 @@ impl<B: Backend> SequenceTensors<B> {
             },
             adjacency: lift_sparse(self.adjacency),
             token_exchange: self.token_exchange,
+            first_row: self.first_row,
+            sequence_nodes: self.sequence_nodes,
+            first_feature_entry: self.first_feature_entry,
+            dropout: self.dropout,
         }
     }
 

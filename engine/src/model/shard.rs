@@ -14,7 +14,7 @@ use crate::comm::{Communicator, HaloExchange, Rank, RowExchange};
 use crate::graph::{
     Csr, Graph, NearLimits, NearPairs, distance_buckets, gcn_normalized_edges, induced_subgraph,
 };
-use crate::kernels::{CsrIndex, HopsIndex, HopsPattern, PairBuckets, SparseMatrix};
+use crate::kernels::{CsrIndex, DropoutStreams, HopsIndex, HopsPattern, PairBuckets, SparseMatrix};
 
 /// The pairs a sequence's attention reads.
 #[derive(Debug, Clone)]
@@ -229,7 +229,20 @@ impl HostSequence {
             pairs,
             adjacency: self.propagation(&table, device),
             token_exchange,
+            first_row: rows.start,
+            sequence_nodes: self.len(),
+            first_feature_entry: self.feature_entries_before(graph, rows.start),
+            dropout: DropoutStreams::default(),
         }
+    }
+
+    /// Entries of the sequence's feature matrix in its first `rows` rows.
+    fn feature_entries_before(&self, graph: &Graph, rows: usize) -> usize {
+        let features = graph.features();
+        self.nodes[..rows]
+            .iter()
+            .map(|&node| features.row(node as usize).0.len())
+            .sum()
     }
 
     /// How the shard reads rows of the others: an all-gather (full scope), a halo exchange

@@ -13,7 +13,8 @@ use burn::{
 use std::ops::Range;
 
 use super::{
-    AttentionKernel, GraphTransformerLayer, ModelBackend, ModelConfig, SequenceTensors, propagate,
+    AttentionKernel, DropoutSite, GraphTransformerLayer, ModelBackend, ModelConfig,
+    SequenceTensors, dropout, feature_dropout, propagate,
 };
 use crate::kernels::{SparseMatrix, sparse};
 
@@ -86,7 +87,13 @@ impl<B: ModelBackend> GraphTransformer<B> {
     /// The first pipeline stage's part before its layers: the input embedding of the rows,
     /// then the global tokens' states, `[rows + G, hidden]`.
     pub fn forward_embedding(&self, seq: &SequenceTensors<B>) -> Tensor<B, 2> {
-        let x = self.dropout.forward(self.embed(seq));
+        let x = dropout(
+            self.embed(seq),
+            self.dropout.prob,
+            seq,
+            DropoutSite::Embedding,
+            0,
+        );
         match &self.tokens {
             Some(tokens) => Tensor::cat(vec![x, tokens.val()], 0),
             None => x,
@@ -100,8 +107,8 @@ impl<B: ModelBackend> GraphTransformer<B> {
         layers: Range<usize>,
         seq: &SequenceTensors<B>,
     ) -> Tensor<B, 2> {
-        for layer in &self.layers[layers] {
-            x = layer.forward(x, self.spatial_bias.val(), seq);
+        for (index, layer) in layers.clone().zip(&self.layers[layers]) {
+            x = layer.forward(x, self.spatial_bias.val(), seq, index);
         }
         x
     }
@@ -130,7 +137,7 @@ impl<B: ModelBackend> GraphTransformer<B> {
         let features = seq
             .features
             .clone()
-            .map_values(|values| self.input_dropout.forward(values));
+            .map_values(|values| feature_dropout(values, self.input_dropout.prob, seq));
         let projected = product(features, self.input.weight.val());
         let projected = match &self.input.bias {
             Some(bias) => projected + bias.val().unsqueeze_dim(0),

@@ -29,6 +29,7 @@ use crate::{
     comm::{Communicator, Rank, Tag},
     device::MemoryProbe,
     graph::Graph,
+    kernels::DropoutStreams,
     model::{
         GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart, SequenceTensors,
         ShardSpec,
@@ -209,11 +210,8 @@ where
                 }
                 let start = Instant::now();
                 let sent_before = self.comm.sent_bytes();
-                B::seed(
-                    &self.device,
-                    dropout_seed(options.seed, state.step(), self.rank),
-                );
-                let (model, loss) = self.step(batch, self.model.clone(), &mut optimizer)?;
+                let (model, loss) =
+                    self.step(batch, state.step(), self.model.clone(), &mut optimizer)?;
                 self.model = model;
                 step_times.push(start.elapsed().as_secs_f64());
                 step_sent += self.comm.sent_bytes() - sent_before;
@@ -304,12 +302,14 @@ where
         Ok(Some(runs))
     }
 
-    /// One optimizer step over `batch` (sequence indices, `dp × micro_batches`): this
-    /// replica's micro-batches through this stage in 1F1B order, gradients summed over the
-    /// devices sharing each parameter, the Adam step. Returns the model and the step's loss.
+    /// One optimizer step (number `step`, from 0) over `batch` (sequence indices,
+    /// `dp × micro_batches`): this replica's micro-batches through this stage in 1F1B order,
+    /// gradients summed over the devices sharing each parameter, the Adam step. Returns the
+    /// model and the step's loss.
     fn step<O: Optimizer<GraphTransformer<B>, B>>(
         &self,
         batch: &[usize],
+        step: usize,
         mut model: GraphTransformer<B>,
         optimizer: &mut O,
     ) -> Result<(GraphTransformer<B>, f64), EngineError> {
@@ -323,7 +323,7 @@ where
         for pass in one_forward_one_backward(self.role.stage, stages, micro) {
             match pass {
                 Pass::Forward(m) => {
-                    let pending = self.forward(&model, mine[m], batch.len())?;
+                    let pending = self.forward(&model, mine[m], batch.len(), step)?;
                     self.peak_in_use.sample(B::in_use_bytes(&self.device));
                     in_flight.insert(m, pending);
                 }
@@ -375,15 +375,18 @@ where
         Ok((model, loss))
     }
 
-    /// The forward of one micro-batch (sequence `index`) through this stage.
+    /// The forward of one micro-batch (sequence `index`) through this stage at step `step`,
+    /// whose dropout masks are those of (the run's seed, `step`, `index`) on any plan.
     fn forward(
         &self,
         model: &GraphTransformer<B>,
         index: usize,
         batch: usize,
+        step: usize,
     ) -> Result<InFlight<B>, EngineError> {
         let (tensors, rows) = self.upload(index)?;
-        let tensors = tensors.lift::<B>();
+        let streams = DropoutStreams::new(self.job.options.seed, step, index);
+        let tensors = tensors.lift::<B>().with_dropout(streams);
         let seq = self.job.sequences.get(index);
         let nodes = seq.nodes.len();
         let (input, x) = if self.role.stage > 0 {
@@ -546,14 +549,6 @@ where
         all.extend(self.model.parameter_values(&[self.model.table_id()]));
         Ok(Some(all))
     }
-}
-
-/// The dropout seed of step `step` on device `rank`: a function of the run's seed and the
-/// position alone, so a resumed run draws the masks the uninterrupted one drew.
-fn dropout_seed(seed: u64, step: usize, rank: Rank) -> u64 {
-    // SplitMix64's odd constants keep nearby (step, rank) pairs far apart.
-    seed ^ (step as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ (rank as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9)
 }
 
 /// The failure injection the fault tests use: with `MEGAGRAPH_FAULT=kill:RANK:STEP` (or
