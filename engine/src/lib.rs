@@ -11,6 +11,7 @@ pub mod graph;
 pub mod host;
 pub mod infer;
 pub mod kernels;
+mod linear_map;
 pub mod memory;
 pub mod model;
 pub mod parallel;

@@ -7,14 +7,7 @@
 use std::fmt::Debug;
 
 use burn::{
-    backend::{
-        Autodiff,
-        autodiff::{
-            checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
-            grads::Gradients,
-            ops::{Backward, Ops, OpsKind},
-        },
-    },
+    backend::{Autodiff, autodiff::checkpoint::strategy::CheckpointStrategy},
     tensor::{Tensor, TensorData, TensorPrimitive, backend::Backend, ops::FloatTensor},
 };
 
@@ -22,6 +15,7 @@ use super::Communicator;
 use crate::{
     device::{CpuBackend, WgpuBackend},
     host::host_f32,
+    linear_map::{LinearMap, apply_linear},
 };
 
 /// Rows of `width` values each, on the host, row-major.
@@ -109,41 +103,21 @@ impl ExchangeBackend for CpuBackend {
     }
 }
 
-/// The backward step of an exchange, registered on the autodiff graph.
-#[derive(Debug)]
-struct ExchangeBackward<E>(std::marker::PhantomData<E>);
+/// An exchange as a linear map: its transpose sends the gradient rows back (every member takes
+/// part, tracked input or not, so that the exchange completes).
+#[derive(Debug, Clone)]
+struct ExchangeMap<E>(E);
 
-impl<B: Backend, E: RowsExchange> Backward<B, 1> for ExchangeBackward<E> {
-    type State = E;
-
-    fn backward(
-        self,
-        ops: Ops<Self::State, 1>,
-        grads: &mut Gradients,
-        _checkpointer: &mut Checkpointer,
-    ) {
-        let [parent] = ops.parents;
-        let grad = grads.consume::<B>(&ops.node);
-        // Every member takes part, tracked input or not, so that the exchange completes.
-        let own = on_host::<B, E>(grad, &ops.state, "row-gradient exchange", E::backward);
-        if let Some(node) = parent {
-            grads.register::<B>(node.id, own);
-        }
+impl<B: Backend, E: RowsExchange> LinearMap<B> for ExchangeMap<E> {
+    fn transpose(&self, grad: FloatTensor<B>) -> FloatTensor<B> {
+        on_host::<B, E>(grad, &self.0, "row-gradient exchange", E::backward)
     }
 }
 
 impl<B: ExchangeBackend, C: CheckpointStrategy> ExchangeBackend for Autodiff<B, C> {
     fn exchange_rows<E: RowsExchange>(x: FloatTensor<Self>, exchange: &E) -> FloatTensor<Self> {
-        match ExchangeBackward::<E>(std::marker::PhantomData)
-            .prepare::<C>([x.node.clone()])
-            .compute_bound()
-            .stateful()
-        {
-            OpsKind::Tracked(prep) => {
-                let out = B::exchange_rows(x.primitive.clone(), exchange);
-                prep.finish(exchange.clone(), out)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::exchange_rows(x.primitive, exchange)),
-        }
+        apply_linear::<B, C, _>(x, &ExchangeMap(exchange.clone()), |x| {
+            B::exchange_rows(x, exchange)
+        })
     }
 }
