@@ -23,7 +23,6 @@ mod cache;
 mod checkpointing;
 mod grads;
 mod layout;
-mod memory_watch;
 mod transfer;
 mod worker;
 
