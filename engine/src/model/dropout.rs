@@ -52,7 +52,13 @@ pub fn dropout<B: ModelBackend>(
     if prob == 0.0 || !B::ad_enabled(&x.device()) {
         return x;
     }
-    let rows = seq.row_numbering().shifted(row_u32(shift));
+    // This shard's node rows, then its global tokens, numbered as in the whole sequence.
+    let rows = RowNumbering {
+        shift: row_u32(shift),
+        nodes: row_u32(seq.nodes),
+        first_node: row_u32(seq.first_row),
+        first_token: row_u32(seq.sequence_nodes),
+    };
     counter_dropout(
         x,
         &DropoutMask::new(seq.dropout.site(site.number()), prob, rows),

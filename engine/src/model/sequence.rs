@@ -4,7 +4,7 @@
 use burn::tensor::{Int, Tensor, backend::AutodiffBackend, backend::Backend};
 
 use crate::comm::{HaloExchange, RowExchange, exchange_halo, gather_rows};
-use crate::kernels::{DropoutStreams, HopsPattern, PairBuckets, RowNumbering, SparseMatrix};
+use crate::kernels::{DropoutStreams, HopsPattern, PairBuckets, SparseMatrix};
 
 use super::ModelBackend;
 
@@ -87,17 +87,6 @@ impl<B: Backend> SequenceTensors<B> {
         Self {
             dropout: streams,
             ..self
-        }
-    }
-
-    /// Where this shard's rows (nodes, then global tokens) sit in the whole sequence.
-    pub fn row_numbering(&self) -> RowNumbering {
-        let u32_of = |n: usize| u32::try_from(n).expect("sequence rows are numbered in 32 bits");
-        RowNumbering {
-            shift: 0,
-            nodes: u32_of(self.nodes),
-            first_node: u32_of(self.first_row),
-            first_token: u32_of(self.sequence_nodes),
         }
     }
 
