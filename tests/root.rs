@@ -20,5 +20,6 @@ mod hops_scope;
 mod kernels;
 mod model_backends;
 mod parallel;
+mod safe_ops;
 mod shaders;
 mod sparse_kernels;

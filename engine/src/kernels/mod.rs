@@ -18,6 +18,7 @@ mod launch;
 mod pairs;
 pub mod plan;
 pub mod reference;
+pub mod safe_ops;
 pub mod shaders;
 pub mod sparse;
 mod wgpu;

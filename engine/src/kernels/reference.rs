@@ -12,7 +12,7 @@ use burn::tensor::{
 
 use super::{
     AttentionBackwardBackend, AttentionGrads, AttentionInputs, AttentionSaved,
-    BiasedAttentionBackend, PairBuckets, pairs::assert_in_table,
+    BiasedAttentionBackend, PairBuckets, pairs::assert_in_table, safe_ops::contiguous,
 };
 use crate::device::CpuBackend;
 
@@ -104,7 +104,8 @@ fn scores<B: Backend>(
     assert_in_table(pairs.max_bucket, table.dims()[1]);
     let scale = (head_dim as f64).sqrt().recip();
     let buckets = unpack_buckets(pairs);
-    q.matmul(k.swap_dims(1, 2)) * scale + bias_matrix(table, buckets, [rows, cols])
+    contiguous(q).matmul(contiguous(k).swap_dims(1, 2)) * scale
+        + bias_matrix(table, buckets, [rows, cols])
 }
 
 /// The attention output, differentiable through burn's own autodiff.
@@ -115,7 +116,7 @@ pub fn attention<B: Backend>(
     table: Tensor<B, 2>,
     pairs: PairBuckets<B>,
 ) -> Tensor<B, 3> {
-    softmax(scores(q, k, table, pairs), 2).matmul(v)
+    softmax(scores(q, k, table, pairs), 2).matmul(contiguous(v))
 }
 
 fn float<B: Backend, const D: usize>(t: burn::tensor::ops::FloatTensor<B>) -> Tensor<B, D> {
@@ -128,7 +129,7 @@ fn primitive<B: Backend, const D: usize>(t: Tensor<B, D>) -> burn::tensor::ops::
 
 /// Forward: output and per-row log-sum-exp, from plain ops.
 pub fn forward<B: Backend>(inputs: AttentionInputs<B>) -> AttentionSaved<B> {
-    let v: Tensor<B, 3> = float(inputs.v);
+    let v: Tensor<B, 3> = contiguous(float(inputs.v));
     let s = scores(
         float(inputs.q),
         float(inputs.k),
@@ -152,13 +153,13 @@ pub fn backward<B: Backend>(
     saved: AttentionSaved<B>,
     grad_output: burn::tensor::ops::FloatTensor<B>,
 ) -> AttentionGrads<B> {
-    let q: Tensor<B, 3> = float(inputs.q);
-    let k: Tensor<B, 3> = float(inputs.k);
-    let v: Tensor<B, 3> = float(inputs.v);
+    let q: Tensor<B, 3> = contiguous(float(inputs.q));
+    let k: Tensor<B, 3> = contiguous(float(inputs.k));
+    let v: Tensor<B, 3> = contiguous(float(inputs.v));
     let table: Tensor<B, 2> = float(inputs.table);
     let pairs = inputs.pairs;
     let output: Tensor<B, 3> = float(saved.output);
-    let d_out: Tensor<B, 3> = float(grad_output);
+    let d_out: Tensor<B, 3> = contiguous(float(grad_output));
     let [heads, rows, head_dim] = q.dims();
     let [_, keys, _] = k.dims();
     let [_, buckets] = table.dims();

@@ -3,13 +3,15 @@
 //! itself and is the oracle of the WGSL kernels; [`forward`] and [`backward`] are the same
 //! formulas written out, the implementation on burn's CPU backend.
 
-use burn::tensor::{
-    IndexingUpdateOp, Int, Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor,
-};
+use burn::tensor::{Int, Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor};
 
 use super::{HopsAttentionBackend, HopsAttentionBackward, HopsInputs, HopsPattern};
 use crate::device::CpuBackend;
-use crate::kernels::{AttentionGrads, AttentionSaved, reference::unpack_words};
+use crate::kernels::{
+    AttentionGrads, AttentionSaved,
+    reference::unpack_words,
+    safe_ops::{select, select_add},
+};
 
 /// Below any score: the starting value of a row maximum.
 const NEG: f32 = -1.0e30;
@@ -29,23 +31,23 @@ fn scores<B: Backend>(
 ) -> (Tensor<B, 2>, Tensor<B, 3>, Tensor<B, 3>) {
     let [heads, _, head_dim] = q.dims();
     let scale = (head_dim as f64).sqrt().recip();
-    let q_pairs = q.select(1, pattern.pair_rows.clone());
-    let k_pairs = k.select(1, pattern.pair_keys.clone());
+    let q_pairs = select(q, 1, pattern.pair_rows.clone());
+    let k_pairs = select(k, 1, pattern.pair_keys.clone());
     let dots = (q_pairs.clone() * k_pairs.clone())
         .sum_dim(2)
         .reshape([heads, pattern.pairs]);
-    let bias = table.select(1, pair_buckets(pattern));
+    let bias = select(table, 1, pair_buckets(pattern));
     (dots * scale + bias, q_pairs, k_pairs)
 }
 
 /// `[heads, rows]` per-row sums of `[heads, pairs]` values.
 fn row_sums<B: Backend>(values: Tensor<B, 2>, pattern: &HopsPattern<B>) -> Tensor<B, 2> {
     let [heads, _] = values.dims();
-    Tensor::zeros([heads, pattern.rows], &values.device()).select_assign(
+    select_add(
+        Tensor::zeros([heads, pattern.rows], &values.device()),
         1,
         pattern.pair_rows.clone(),
         values,
-        IndexingUpdateOp::Add,
     )
 }
 
@@ -81,11 +83,11 @@ fn weighted_row_sums<B: Backend>(
     index: Tensor<B, 1, Int>,
 ) -> Tensor<B, 3> {
     let [heads, _, head_dim] = paired.dims();
-    Tensor::zeros([heads, rows, head_dim], &paired.device()).select_assign(
+    select_add(
+        Tensor::zeros([heads, rows, head_dim], &paired.device()),
         1,
         index,
         paired * weights.unsqueeze_dim(2),
-        IndexingUpdateOp::Add,
     )
 }
 
@@ -97,7 +99,7 @@ fn probabilities<B: Backend>(
     let max = head_max(scores.clone());
     let exp = (scores - max.clone()).exp();
     let sums = row_sums(exp.clone(), pattern);
-    let p = exp / sums.clone().select(1, pattern.pair_rows.clone());
+    let p = exp / select(sums.clone(), 1, pattern.pair_rows.clone());
     (p, sums.log() + max)
 }
 
@@ -111,7 +113,7 @@ pub fn attention<B: Backend>(
 ) -> (Tensor<B, 3>, Tensor<B, 2>) {
     let (s, _, _) = scores(q, k, table, pattern);
     let (p, lse) = probabilities(s, pattern);
-    let v_pairs = v.select(1, pattern.pair_keys.clone());
+    let v_pairs = select(v, 1, pattern.pair_keys.clone());
     let output = weighted_row_sums(p, v_pairs, pattern.rows, pattern.pair_rows.clone());
     (output, lse)
 }
@@ -160,25 +162,25 @@ pub fn backward<B: Backend>(
     let [_, buckets] = table.dims();
     let scale = (head_dim as f64).sqrt().recip();
     let (s, q_pairs, k_pairs) = scores(q, k, table, pattern);
-    let p = (s - lse.select(1, pattern.pair_rows.clone())).exp();
+    let p = (s - select(lse, 1, pattern.pair_rows.clone())).exp();
     let mut delta = (d_out.clone() * output).sum_dim(2).reshape([heads, rows]);
     if let Some(grad_lse) = grad_lse {
         delta = delta - float::<B, 2>(grad_lse);
     }
-    let d_out_pairs = d_out.select(1, pattern.pair_rows.clone());
-    let v_pairs = v.select(1, pattern.pair_keys.clone());
+    let d_out_pairs = select(d_out, 1, pattern.pair_rows.clone());
+    let v_pairs = select(v, 1, pattern.pair_keys.clone());
     let d_p = (d_out_pairs.clone() * v_pairs)
         .sum_dim(2)
         .reshape([heads, pattern.pairs]);
-    let d_s = p.clone() * (d_p - delta.select(1, pattern.pair_rows.clone()));
+    let d_s = p.clone() * (d_p - select(delta, 1, pattern.pair_rows.clone()));
     let d_q = weighted_row_sums(d_s.clone(), k_pairs, rows, pattern.pair_rows.clone()) * scale;
     let d_k = weighted_row_sums(d_s.clone(), q_pairs, keys, pattern.pair_keys.clone()) * scale;
     let d_v = weighted_row_sums(p, d_out_pairs, keys, pattern.pair_keys.clone());
-    let d_table = Tensor::zeros([heads, buckets], &d_s.device()).select_assign(
+    let d_table = select_add(
+        Tensor::zeros([heads, buckets], &d_s.device()),
         1,
         pair_buckets(pattern),
         d_s,
-        IndexingUpdateOp::Add,
     );
     AttentionGrads {
         q: primitive(d_q),

@@ -1,11 +1,12 @@
 //! Sparse × dense products from plain burn tensor ops (gather the dense rows of the entries,
-//! scale, scatter-add into the output rows): the oracle of the WGSL kernels, and the
+//! scale, scatter-add into the output rows, both in chunks: see [`safe_ops`]): the oracle of the WGSL kernels, and the
 //! implementation on backends without them. Differentiable through burn's own autodiff.
 
-use burn::tensor::{IndexingUpdateOp, Int, Tensor, backend::Backend};
+use burn::tensor::{Int, Tensor, backend::Backend};
 
 use super::{SparseMatmulBackend, SparseMatrix};
 use crate::device::CpuBackend;
+use crate::kernels::safe_ops;
 
 /// `x · w`.
 pub fn sparse_matmul<B: Backend>(x: SparseMatrix<B>, w: Tensor<B, 2>) -> Tensor<B, 2> {
@@ -30,8 +31,8 @@ fn product<B: Backend>(
     if values.dims()[0] == 0 {
         return zeros;
     }
-    let contributions = dense.select(0, from) * values.unsqueeze_dim(1);
-    zeros.select_assign(0, to, contributions, IndexingUpdateOp::Add)
+    let contributions = safe_ops::select(dense, 0, from) * values.unsqueeze_dim(1);
+    safe_ops::select_add(zeros, 0, to, contributions)
 }
 
 impl SparseMatmulBackend for CpuBackend {
