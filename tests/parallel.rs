@@ -382,7 +382,8 @@ fn one_sequence_step(
 }
 
 /// Peak bytes held by live tensors on each device during one step on one `sbm:NODES`
-/// sequence (the pool's reserved bytes move in 8, 32 and 128 MiB pages, too coarse to compare).
+/// sequence (the pool's reserved bytes include freed buffers kept for reuse and whole shared
+/// pages, too coarse to compare at this size).
 fn one_step_peaks(
     nodes: usize,
     layout_config: ParallelConfig,

@@ -14,6 +14,10 @@ use serde::Serialize;
 
 use crate::EngineError;
 
+mod pools;
+
+use pools::fitted_pools;
+
 /// The wgpu backend MegaGraph runs on: burn's CubeCL backend without the fusion wrapper, so
 /// that custom kernels can be bound into it.
 pub type WgpuBackend = burn::backend::wgpu::CubeBackend<WgpuRuntime, f32, i32, u32>;
@@ -124,7 +128,7 @@ fn device_descriptor(
 }
 
 /// Opens adapter `index` of [`list_adapters`] (the first, most capable one when `None`) as a
-/// burn wgpu device.
+/// burn wgpu device, its memory pooled by [`pools`]' layout.
 pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
     let (instance, adapters) = instance();
     if adapters.is_empty() {
@@ -137,7 +141,12 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
         .nth(index)
         .ok_or(EngineError::AdapterOutOfRange { index, available })?;
     let info = adapter.get_info();
-    let descriptor = device_descriptor(adapter.features(), adapter.limits());
+    let limits = adapter.limits();
+    let memory_config = fitted_pools(
+        limits.max_storage_buffer_binding_size,
+        u64::from(limits.min_uniform_buffer_offset_alignment),
+    );
+    let descriptor = device_descriptor(adapter.features(), limits);
     let (device, queue) = pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| {
         EngineError::DeviceRequest {
             index,
@@ -152,7 +161,11 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
         queue,
         backend: info.backend,
     };
-    Ok(init_device(setup, RuntimeOptions::default()))
+    let options = RuntimeOptions {
+        memory_config,
+        ..RuntimeOptions::default()
+    };
+    Ok(init_device(setup, options))
 }
 
 /// Opens `count` logical devices on adapter `index` (the first when `None`): separate wgpu
@@ -171,8 +184,9 @@ pub trait MemoryProbe: Backend {
     /// keeps no device memory of its own (CPU backends).
     fn reserved_bytes(device: &Self::Device) -> Option<u64>;
 
-    /// Bytes of the pool held by live tensors right now (the pool reserves in pages of 8, 32
-    /// and 128 MiB, so this is the finer measure of what a computation keeps).
+    /// Bytes of the pool held by live tensors right now (the pool keeps freed buffers for
+    /// reuse and slices small tensors out of shared pages, so this is the finer measure of what
+    /// a computation keeps).
     fn in_use_bytes(device: &Self::Device) -> Option<u64>;
 
     /// The largest buffer the device can allocate in one piece (`None`: no fixed limit).
