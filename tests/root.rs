@@ -14,6 +14,7 @@ mod cli_predict;
 mod cli_report;
 mod cli_train;
 mod common;
+mod device_memory;
 mod dropout;
 mod hops_kernels;
 mod hops_scope;

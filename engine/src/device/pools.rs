@@ -6,6 +6,11 @@
 //! page: the million-node run reserved up to 1.6× the bytes its tensors held. [`fitted_pools`]
 //! keeps sliced pages for small allocations and gives each larger one a buffer of its own, from
 //! size classes [`CLASS_RATIO`] apart, so a buffer exceeds its tensor by at most that ratio.
+//!
+//! No pool frees anything on its own: buffers of a size class no longer used would otherwise
+//! stay reserved until an idle period ran out, at a moment no one samples. The trainer instead
+//! samples the pool after every pass and then has it give back every free buffer (an explicit
+//! cleanup), so the reservation only grows between samples and the samples see its peak.
 
 use cubecl_runtime::memory_management::{MemoryConfiguration, MemoryPoolOptions, PoolType};
 
@@ -16,11 +21,6 @@ const SLICED: [(u64, u64); 2] = [(8 << 20, 2 << 20), (32 << 20, 8 << 20)];
 /// 2^(1/8), so a buffer is at most 9% larger than what it holds.
 pub const CLASS_RATIO: f64 = 1.090_507_732_665_257_7;
 
-/// Reserve calls after which an idle buffer of a size class is given back (cubecl's period for
-/// its exclusive pages), so that sizes used only for a while, as in autotuning, do not stay
-/// reserved.
-const IDLE_PERIOD: u64 = 5000;
-
 /// The pool layout for a device whose largest binding is `max_page` bytes and whose buffer
 /// offsets align to `alignment` bytes.
 pub fn fitted_pools(max_page: u64, alignment: u64) -> MemoryConfiguration {
@@ -29,7 +29,7 @@ pub fn fitted_pools(max_page: u64, alignment: u64) -> MemoryConfiguration {
     let align = |bytes: u64| bytes.next_multiple_of(alignment).min(max_page);
     // Size-zero allocations cannot take an offset, so they get buffers of their own, as in
     // cubecl's layout.
-    let mut pools = vec![exclusive(0, None)];
+    let mut pools = vec![exclusive(0)];
     let mut largest = 0;
     for (page, slice) in SLICED {
         let slice = align(slice);
@@ -49,7 +49,7 @@ pub fn fitted_pools(max_page: u64, alignment: u64) -> MemoryConfiguration {
         class *= CLASS_RATIO;
         let size = align(class as u64);
         if size > largest {
-            pools.push(exclusive(size, Some(IDLE_PERIOD)));
+            pools.push(exclusive(size));
             largest = size;
         }
     }
@@ -58,11 +58,12 @@ pub fn fitted_pools(max_page: u64, alignment: u64) -> MemoryConfiguration {
     }
 }
 
-/// A pool that gives every allocation of at most `max_alloc_size` bytes a buffer of its own.
-fn exclusive(max_alloc_size: u64, dealloc_period: Option<u64>) -> MemoryPoolOptions {
+/// A pool that gives every allocation of at most `max_alloc_size` bytes a buffer of its own,
+/// kept for reuse until an explicit cleanup.
+fn exclusive(max_alloc_size: u64) -> MemoryPoolOptions {
     MemoryPoolOptions {
         pool_type: PoolType::ExclusivePages { max_alloc_size },
-        dealloc_period,
+        dealloc_period: None,
     }
 }
 

@@ -23,6 +23,7 @@ mod cache;
 mod checkpointing;
 mod grads;
 mod layout;
+mod memory_watch;
 mod transfer;
 mod worker;
 

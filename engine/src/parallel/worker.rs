@@ -22,6 +22,7 @@ use super::{
     CheckpointOptions, Layout, Pass, Role,
     cache::{DEVICE_CACHE_BYTES, DeviceCache},
     grads::all_reduce_gradients,
+    memory_watch::MemoryWatch,
     one_forward_one_backward,
 };
 use crate::{
@@ -113,28 +114,10 @@ pub(super) struct Worker<'a, B: AutodiffBackend> {
     pub(super) model: GraphTransformer<B>,
     /// All devices of the job, for the table's gradient and the reports.
     pub(super) everyone: Vec<Rank>,
-    peak_in_use: PeakTracker,
+    /// This device's memory high-water marks.
+    memory: MemoryWatch,
     /// This device's uploaded shards of the sequences.
     cache: RefCell<DeviceCache<B::InnerBackend>>,
-}
-
-/// The largest of the samples taken, if any.
-#[derive(Debug, Clone, Default)]
-pub(super) struct PeakTracker(std::cell::Cell<Option<u64>>);
-
-impl PeakTracker {
-    /// Takes a sample.
-    fn sample(&self, bytes: Option<u64>) {
-        if let Some(bytes) = bytes {
-            self.0
-                .set(Some(self.0.get().map_or(bytes, |p| p.max(bytes))));
-        }
-    }
-
-    /// The peak so far.
-    pub fn get(&self) -> Option<u64> {
-        self.0.get()
-    }
 }
 
 impl<'a, B> Worker<'a, B>
@@ -162,7 +145,7 @@ where
             device,
             comm,
             everyone: layout.ranks(),
-            peak_in_use: PeakTracker::default(),
+            memory: MemoryWatch::default(),
             cache: RefCell::new(DeviceCache::new(DEVICE_CACHE_BYTES)),
         }
     }
@@ -196,7 +179,6 @@ where
         let batch = self.job.layout.batch();
         let mut step_times = Vec::new();
         let mut step_sent = 0u64;
-        let mut peak: Option<u64> = None;
         let done = |state: &Progress| options.max_steps.is_some_and(|max| state.step() >= max);
         while state.epoch <= options.epochs && !done(&state) {
             let epoch = state.epoch;
@@ -224,15 +206,13 @@ where
                 }
                 state.step_losses.push(loss);
                 state.batches_done += 1;
-                if let Some(bytes) = B::reserved_bytes(&self.device) {
-                    peak = Some(peak.map_or(bytes, |p| p.max(bytes)));
-                }
                 fault_point(self.rank, state.step());
                 if self.job.checkpoint.due(state.step()) {
                     self.save_checkpoint(&optimizer, &state)?;
                 }
             }
             let accuracy = self.evaluate()?;
+            self.memory.after_pass::<B>(&self.device);
             self.comm.warmed_up();
             let losses = &state.step_losses[first_step..];
             let metrics = EpochMetrics {
@@ -269,8 +249,8 @@ where
         let run = DeviceRun {
             rank: self.rank,
             step_seconds: median(&mut step_times),
-            peak_bytes: peak,
-            peak_in_use_bytes: self.peak_in_use.get(),
+            peak_bytes: self.memory.peak_reserved(),
+            peak_in_use_bytes: self.memory.peak_in_use(),
             sent_bytes_per_step: self.comm.sent_bytes() as f64 / state.step().max(1) as f64,
             step_sent_bytes: step_sent as f64 / step_times.len().max(1) as f64,
         };
@@ -324,7 +304,7 @@ where
             match pass {
                 Pass::Forward(m) => {
                     let pending = self.forward(&model, mine[m], batch.len(), step)?;
-                    self.peak_in_use.sample(B::in_use_bytes(&self.device));
+                    self.memory.after_pass::<B>(&self.device);
                     in_flight.insert(m, pending);
                 }
                 Pass::Backward(m) => {
@@ -358,7 +338,7 @@ where
                         let grad = input.grad(&grads).expect("a stage's input is tracked");
                         self.send_input_grad(grad, &rows, nodes)?;
                     }
-                    self.peak_in_use.sample(B::in_use_bytes(&self.device));
+                    self.memory.after_pass::<B>(&self.device);
                     accumulator.accumulate(&model, GradientsParams::from_grads(grads, &model));
                 }
             }
@@ -370,7 +350,7 @@ where
         let table: [ParamId; 1] = [model.table_id()];
         all_reduce_gradients(&model, &mut grads, &table, &*self.comm, &self.everyone)?;
         model = optimizer.step(self.job.options.learning_rate, model, grads);
-        self.peak_in_use.sample(B::in_use_bytes(&self.device));
+        self.memory.after_pass::<B>(&self.device);
         let loss = self.sum_over_job(vec![loss_sum as f32])?[0] as f64;
         Ok((model, loss))
     }
