@@ -218,8 +218,10 @@ impl Prediction {
 /// - Memory: parameters, gradients (1×), Adam state (2×), saved activations of in-flight
 ///   micro-batches, distance buckets of in-flight sequences. Transient workspaces are not
 ///   modelled.
-/// - Gradient all-reduce is a ring over the stage's `dp · cp` devices at the slowest link
-///   between any two of them; the optimizer is memory- and FLOP-bound Adam.
+/// - Gradient all-reduce over the stage's `dp · cp` devices is the engine's: an all-gather of
+///   every member's gradients and sums in group order, so each device sends and receives
+///   `k − 1` copies of them, at the slowest link between any two of them; the optimizer is
+///   memory- and FLOP-bound Adam.
 ///
 /// # Panics
 /// If `config` does not pass [`ParallelConfig::validate`] for this cluster and model.
@@ -711,6 +713,38 @@ mod tests {
         assert!((time.ffn / ffn - 1.0).abs() < 1e-12);
         assert_eq!(time.ring_exchange, 0.0);
         assert_eq!(prediction.step_seconds, time.total());
+    }
+
+    #[test]
+    fn a_context_parallel_shard_projects_keys_and_values_for_the_whole_sequence() {
+        // As the engine does: each shard gathers the normalised states of every row and
+        // projects K and V of all S of them, but queries and outputs of its own S/2 rows.
+        let spec = cluster(
+            vec![
+                device("a", 1e12, 1e13, f64::INFINITY),
+                device("b", 1e12, 1e13, f64::INFINITY),
+            ],
+            (1e9, 0.0),
+            vec![],
+        );
+        let model = model(3, 1024, 1);
+        let degrees = Degrees {
+            dp: 1,
+            pp: 1,
+            cp: 2,
+        };
+        let prediction = predict(&spec, &model, &uniform_config(2, &model, degrees, 1));
+        let (s, h) = (1024.0, 64.0);
+        let rows = s / 2.0;
+        let attention =
+            3.0 * 3.0 * (4.0 * h * h * rows + 4.0 * h * h * s + 4.0 * h * rows * s) / 1e13;
+        for device in &prediction.devices {
+            assert!(
+                (device.time.attention / attention - 1.0).abs() < 1e-12,
+                "{} vs {attention}",
+                device.time.attention
+            );
+        }
     }
 
     #[test]

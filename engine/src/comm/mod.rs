@@ -258,10 +258,7 @@ impl SentBytes {
 /// Bytes as a message: their count, then four bytes per value (little-endian `f32` bits). The
 /// count travels as 32 bits: more bytes than that are refused.
 pub fn pack_bytes(bytes: &[u8]) -> Result<Vec<f32>, CommError> {
-    let count = u32::try_from(bytes.len()).map_err(|_| CommError::MessageTooLarge {
-        bytes: bytes.len(),
-        limit: u32::MAX,
-    })?;
+    let count = byte_count(bytes.len())?;
     let mut values = vec![f32::from_bits(count)];
     values.extend(bytes.chunks(4).map(|chunk| {
         let mut word = [0u8; 4];
@@ -269,6 +266,14 @@ pub fn pack_bytes(bytes: &[u8]) -> Result<Vec<f32>, CommError> {
         f32::from_bits(u32::from_le_bytes(word))
     }));
     Ok(values)
+}
+
+/// `bytes` as the message's 32-bit count word, or an error naming the limit.
+fn byte_count(bytes: usize) -> Result<u32, CommError> {
+    u32::try_from(bytes).map_err(|_| CommError::MessageTooLarge {
+        bytes,
+        limit: u32::MAX,
+    })
 }
 
 /// The bytes of a [`pack_bytes`] message, or `None` if it is not one.
@@ -303,7 +308,17 @@ fn add_into(sum: &mut [f32], part: &[f32], rank: Rank) -> Result<(), CommError> 
 
 #[cfg(test)]
 mod tests {
-    use super::{Tag, pack_bytes, unpack_bytes};
+    use super::{Tag, byte_count, pack_bytes, unpack_bytes};
+
+    #[test]
+    fn a_byte_count_past_the_count_word_is_refused_naming_the_limit() {
+        assert_eq!(byte_count(u32::MAX as usize).ok(), Some(u32::MAX));
+        let refused = byte_count(u32::MAX as usize + 1).expect_err("past 32 bits");
+        assert!(
+            refused.to_string().contains(&u32::MAX.to_string()),
+            "{refused}"
+        );
+    }
 
     #[test]
     fn bytes_round_trip_through_a_message_and_a_bad_one_is_refused() {

@@ -1,11 +1,12 @@
 //! Running a trained model over every sequence of a graph.
 
-use burn::tensor::{Tensor, activation::softmax, backend::Backend};
+use burn::tensor::activation::softmax;
 
 use super::{InferError, Trained};
 use crate::{
     device::MemoryProbe,
     graph::{Graph, Split},
+    host::host_f32,
     model::{GraphTransformer, ModelBackend},
     parallel::{Layout, check_shards_fit},
     train::training_sequences,
@@ -26,11 +27,6 @@ pub struct Inference {
     /// Each node's final hidden state (the last transformer layer's output), row-major
     /// `nodes × hidden`.
     pub hidden_states: Vec<f32>,
-}
-
-/// The host values of a tensor.
-fn host<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> Vec<f32> {
-    (tensor.into_data().convert::<f32>().to_vec::<f32>()).expect("converted to f32")
 }
 
 /// Runs `trained` over `graph` on `device`: the sequences built as training built them (the
@@ -73,10 +69,10 @@ pub fn infer<B: ModelBackend + MemoryProbe>(
             .to_device::<B>(graph, &config, device);
         let x = model.forward_embedding(&tensors);
         let x = model.forward_layers(x, 0..config.layers, &tensors);
-        let states = host(x.clone());
+        let states = host_f32(x.clone());
         let logits = model.forward_output(x, &tensors);
         let predicted = logits.clone().argmax(1).into_data();
-        let probabilities = host(softmax(logits, 1));
+        let probabilities = host_f32(softmax(logits, 1));
         for (position, (&node, class)) in
             (seq.nodes.iter().zip(predicted.iter::<i64>())).enumerate()
         {

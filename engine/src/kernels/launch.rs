@@ -81,14 +81,8 @@ pub(super) fn launch(like: &Cube, plan: LaunchPlan, buffers: Vec<Handle>) {
         "{} params",
         shader.file_name()
     );
-    for (binding, (buffer, need)) in buffers.iter().zip(binding_bytes).enumerate() {
-        let have = buffer.size_in_used();
-        assert!(
-            have >= need,
-            "{} binding {binding}: the shader can index {need} bytes, the buffer holds {have}",
-            shader.file_name()
-        );
-    }
+    let sizes: Vec<u64> = buffers.iter().map(|b| b.size_in_used()).collect();
+    assert_bindings_hold(shader, &binding_bytes, &sizes);
     let mut bindings: Vec<_> = buffers.into_iter().map(Handle::binding).collect();
     bindings.push(like.client.create(Bytes::from_bytes_vec(params)).binding());
     like.client.launch(
@@ -99,4 +93,32 @@ pub(super) fn launch(like: &Cube, plan: LaunchPlan, buffers: Vec<Handle>) {
         CubeCount::Static(x, y, z),
         KernelArguments::new().with_buffers(bindings),
     );
+}
+
+/// Panics, naming the shader and the binding, if any buffer of `sizes` (bytes, by binding)
+/// holds fewer bytes than `need` says the shader can index in it.
+fn assert_bindings_hold(shader: Shader, need: &[u64], sizes: &[u64]) {
+    for (binding, (&have, &need)) in sizes.iter().zip(need).enumerate() {
+        assert!(
+            have >= need,
+            "{} binding {binding}: the shader can index {need} bytes, the buffer holds {have}",
+            shader.file_name()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_as_large_as_the_plan_says_pass() {
+        assert_bindings_hold(Shader::Dropout, &[400, 64], &[400, 100]);
+    }
+
+    #[test]
+    #[should_panic(expected = "binding 1: the shader can index 64 bytes, the buffer holds 60")]
+    fn a_buffer_smaller_than_the_plan_says_is_refused() {
+        assert_bindings_hold(Shader::Dropout, &[400, 64], &[400, 60]);
+    }
 }

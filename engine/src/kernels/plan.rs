@@ -3,9 +3,9 @@
 //! must hold for every index the shader can form from those parameters.
 //!
 //! The wgpu backend checks its buffers against [`LaunchPlan::binding_bytes`] before every launch;
-//! the bounds-check test (`scripts/bounds-check.sh`) runs the same plans on buffers of exactly
-//! those sizes under the Vulkan validation layer's GPU-assisted checks, which would report any
-//! index past them.
+//! the bounds-check test (`tests/bounds_check.rs`) runs the same plans on buffers of exactly
+//! those sizes with every storage access of the shaders rewritten to check `arrayLength` and
+//! record a violation, so any index past them fails it.
 
 use std::ops::Range;
 

@@ -46,6 +46,16 @@ pub struct HostSequence {
     pub pairs: SequencePairs,
 }
 
+impl HostSequence {
+    /// Bytes held on the host: the node ids, the induced adjacency and the attention pairs.
+    pub fn host_bytes(&self) -> usize {
+        size_of_val(self.nodes.as_slice())
+            + size_of_val(self.adjacency.indptr())
+            + size_of_val(self.adjacency.indices())
+            + self.pairs.host_bytes()
+    }
+}
+
 /// One shard of a context-parallel group as the host plans it: every shard's rows (consecutive
 /// blocks in shard order), which of them this is, and the group's ranks with this shard's
 /// communicator (`None` when one device holds the whole sequence).

@@ -11,8 +11,9 @@ use crate::{
     model::{HostSequence, ModelConfig},
 };
 
-/// Bytes of host sequence data (pair buckets or near pairs) kept for reuse. A sequence in use
-/// is kept whatever its size; the least recently used others are dropped beyond this.
+/// Bytes of host sequence data (node ids, adjacency, pair buckets or near pairs) kept for
+/// reuse. A sequence in use is kept whatever its size; the least recently used others are
+/// dropped beyond this.
 pub const HOST_CACHE_BYTES: usize = 2 << 30;
 
 /// The part a node plays in the split.
@@ -42,6 +43,7 @@ pub struct LabelledSequence {
 pub struct Sequences {
     list: Vec<LabelledSequence>,
     config: ModelConfig,
+    cache_budget: usize,
     cache: Mutex<HostCache>,
     built: Condvar,
 }
@@ -100,17 +102,25 @@ impl Sequences {
         ));
         let mut cache = self.lock();
         cache.building.retain(|&i| i != index);
-        cache.bytes += host.pairs.host_bytes();
+        cache.bytes += host.host_bytes();
         cache.held.insert(index, host.clone());
         cache.order.push(index);
-        while cache.bytes > HOST_CACHE_BYTES && cache.order.len() > 1 {
+        while cache.bytes > self.cache_budget && cache.order.len() > 1 {
             let oldest = cache.order.remove(0);
             if let Some(dropped) = cache.held.remove(&oldest) {
-                cache.bytes -= dropped.pairs.host_bytes();
+                cache.bytes -= dropped.host_bytes();
             }
         }
         self.built.notify_all();
         host
+    }
+
+    /// The same sequences with a host cache of `bytes` instead of [`HOST_CACHE_BYTES`].
+    pub fn with_cache_budget(self, bytes: usize) -> Self {
+        Self {
+            cache_budget: bytes,
+            ..self
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HostCache> {
@@ -158,7 +168,72 @@ pub fn build(
     Ok(Sequences {
         list,
         config: config.clone(),
+        cache_budget: HOST_CACHE_BYTES,
         cache: Mutex::default(),
         built: Condvar::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{SplitSpec, SyntheticSpec, split};
+
+    /// Four sequences of 100 nodes of an SBM graph, for the model's default full scope.
+    fn four_sequences() -> (Graph, Sequences) {
+        let graph = "sbm:400:4"
+            .parse::<SyntheticSpec>()
+            .and_then(|s| Ok(s.generate(1)?))
+            .expect("an SBM graph");
+        let spec: SplitSpec = "random:0.6:0.2".parse().expect("a split");
+        let split = split(&graph, &spec, 1).expect("split");
+        let config = ModelConfig::new(graph.feature_dim(), graph.num_classes());
+        let sequences = build(&graph, &split, 100, &config, 1).expect("sequences");
+        assert_eq!(sequences.len(), 4);
+        (graph, sequences)
+    }
+
+    #[test]
+    fn a_sequence_is_built_once_and_shared_while_it_fits() {
+        let (graph, sequences) = four_sequences();
+        let first = sequences.host(0, &graph);
+        assert!(first.host_bytes() >= 100 * 100, "pair buckets of 100 × 100");
+        assert!(Arc::ptr_eq(&first, &sequences.host(0, &graph)));
+        // Built by several threads at once: one build, one shared result.
+        let built: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| sequences.host(2, &graph)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a thread"))
+                .collect()
+        });
+        assert!(built.iter().all(|h| Arc::ptr_eq(h, &built[0])));
+    }
+
+    #[test]
+    fn beyond_the_budget_the_least_recently_used_sequence_is_dropped() {
+        let (graph, sequences) = four_sequences();
+        let one = sequences.host(0, &graph).host_bytes();
+        // Room for two sequences of about this size.
+        let sequences = sequences.with_cache_budget(2 * one + one / 2);
+        let first = sequences.host(0, &graph);
+        let second = sequences.host(1, &graph);
+        assert!(
+            Arc::ptr_eq(&first, &sequences.host(0, &graph)),
+            "0 used last"
+        );
+        sequences.host(2, &graph);
+        // 1 was the least recently used: rebuilt; 0 still held.
+        assert!(Arc::ptr_eq(&first, &sequences.host(0, &graph)));
+        assert!(!Arc::ptr_eq(&second, &sequences.host(1, &graph)));
+        assert_eq!(
+            sequences.host(1, &graph).nodes,
+            second.nodes,
+            "the same data"
+        );
+        let held = sequences.lock().bytes;
+        assert!(held <= 2 * one + one / 2 + one / 4, "{held} bytes held");
+    }
 }

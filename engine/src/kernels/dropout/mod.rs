@@ -17,7 +17,7 @@ mod wgpu;
 
 use burn::tensor::{Tensor, TensorData, TensorPrimitive, backend::Backend, ops::FloatTensor};
 
-use crate::device::CpuBackend;
+use crate::{device::CpuBackend, host::host_f32};
 
 /// Where the rows of a tensor sit in the whole sequence: local row `r` is the shard's row
 /// `r + shift`; shard rows below `nodes` are nodes, numbered from `first_node` in the sequence;
@@ -165,7 +165,7 @@ impl CounterDropoutBackend for CpuBackend {
         let x: Tensor<Self, 2> = Tensor::from_primitive(TensorPrimitive::Float(x));
         let [rows, width] = x.dims();
         let device = x.device();
-        let values = x.into_data().to_vec::<f32>().expect("f32 tensor");
+        let values = host_f32(x);
         let masked = mask.apply(&values, width);
         Tensor::<Self, 2>::from_data(TensorData::new(masked, [rows, width]), &device)
             .into_primitive()
