@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use megagraph_engine::{
     graph::{NearLimits, NearPairs, RmatParams, rmat},
     kernels::{
-        DropoutMask, HopsIndex, RowNumbering,
+        CsrIndex, DropoutMask, HopsIndex, RowNumbering,
         plan::{AttentionShape, ColumnSumShape, DropoutShape, HopsShape, LaunchPlan, SparseShape},
         shaders::Shader,
     },
@@ -324,6 +324,17 @@ fn kernels_index_only_inside_the_buffers_their_plans_name() -> TestResult {
         "a pair block one word short"
     );
 
+    // And through the data: a bucket one past the table of the large-table path (> 16
+    // buckets) is caught at the table's binding.
+    let plan = attention(1, 37, 40, 16, 20).launch(Shader::AttentionForward, 0..1, false);
+    let past = vec![20u8; plan.binding_bytes[PAIRS_BINDING] as usize];
+    let caught = harness.run_with(&plan, &plan.binding_bytes, &[(PAIRS_BINDING, past)])?;
+    assert_eq!(
+        caught.map(|v| v.bindings),
+        Some(1 << 3),
+        "a bucket past the table"
+    );
+
     // Keys % 4 == 0 (a row's four buckets in one word), a single pair, blocks of one and of
     // several rows, a context-parallel shard, more rows than keys, the large-table path (> 16
     // buckets), and enough rows and keys to fold the dispatch into x and y.
@@ -337,23 +348,58 @@ fn kernels_index_only_inside_the_buffers_their_plans_name() -> TestResult {
         (attention(1, 37, 40, 16, 20), 1),
         (attention(3, 600, 600, 4, 7), 600),
     ];
-    let mut plans: Vec<(String, LaunchPlan)> = cases
+    // The pair blocks hold every bucket of the table, its largest included, so the kernels
+    // form the table indices they form on real data.
+    let mut plans: Vec<(String, LaunchPlan, Vec<(usize, Vec<u8>)>)> = cases
         .iter()
         .flat_map(|(shape, block_rows)| {
             attention_plans(*shape, *block_rows)
                 .into_iter()
-                .map(move |plan| (format!("{shape:?} in blocks of {block_rows} rows"), plan))
+                .map(move |plan| {
+                    let block = plan.binding_bytes[PAIRS_BINDING] as usize;
+                    let buckets = (0..block).map(|i| (i % shape.buckets) as u8).collect();
+                    let what = format!("{shape:?} in blocks of {block_rows} rows");
+                    (what, plan, vec![(PAIRS_BINDING, buckets)])
+                })
         })
         .collect();
+    // A real CSR of 300 × 5 (rows without entries, every column used), both ways round.
+    let rows: Vec<Vec<u32>> = (0..300u32)
+        .map(|r| (0..5).filter(|c| (r + c) % 3 == 0 && r % 7 != 0).collect())
+        .collect();
+    let offsets: Vec<usize> = std::iter::once(0)
+        .chain(rows.iter().scan(0, |n, row| {
+            *n += row.len();
+            Some(*n)
+        }))
+        .collect();
+    let csr = CsrIndex::new(5, &offsets, &rows.concat());
     for transposed in [false, true] {
+        let (out_rows, inner) = if transposed { (5, 300) } else { (300, 5) };
         let shape = SparseShape {
-            out_rows: 300,
+            out_rows,
             width: 3,
-            nnz: 4,
-            inner: 5,
+            nnz: csr.nnz(),
+            inner,
             transposed,
         };
-        plans.push((format!("{shape:?}"), shape.launch()));
+        let data = if transposed {
+            [csr.col_offsets(), csr.col_entries(), csr.entry_rows()]
+        } else {
+            [csr.row_offsets(), csr.col_entries(), csr.entry_cols()]
+        };
+        let data: Vec<_> = data.iter().map(|v| words(v)).enumerate().collect();
+        if !transposed {
+            // A second control, through the data: an entry naming a column past W's rows is
+            // caught at W's binding, so the sparse case reads what it is given.
+            let mut bad = data.clone();
+            let last = bad[2].1.len() - 4;
+            bad[2].1[last..].copy_from_slice(&5u32.to_le_bytes());
+            let plan = shape.launch();
+            let caught = harness.run_with(&plan, &plan.binding_bytes, &bad)?;
+            assert_eq!(caught.map(|v| v.bindings), Some(1 << 4), "a column past W");
+        }
+        plans.push((format!("{shape:?}"), shape.launch(), data));
     }
     for shape in [
         ColumnSumShape {
@@ -369,7 +415,7 @@ fn kernels_index_only_inside_the_buffers_their_plans_name() -> TestResult {
             chunk: 256,
         },
     ] {
-        plans.push((format!("{shape:?}"), shape.launch()));
+        plans.push((format!("{shape:?}"), shape.launch(), vec![]));
     }
     for (rows, width) in [(1, 1), (300, 7)] {
         let mask = DropoutMask::new(
@@ -383,10 +429,10 @@ fn kernels_index_only_inside_the_buffers_their_plans_name() -> TestResult {
             },
         );
         let shape = DropoutShape { rows, width, mask };
-        plans.push((format!("{shape:?}"), shape.launch()));
+        plans.push((format!("{shape:?}"), shape.launch(), vec![]));
     }
-    for (what, plan) in &plans {
-        if let Some(violations) = harness.run(plan, &plan.binding_bytes)? {
+    for (what, plan, data) in &plans {
+        if let Some(violations) = harness.run_with(plan, &plan.binding_bytes, data)? {
             return Err(format!(
                 "{} over {what} indexes past its buffers: {violations:?} (bit b = binding b)",
                 plan.shader.file_name()
@@ -396,6 +442,9 @@ fn kernels_index_only_inside_the_buffers_their_plans_name() -> TestResult {
     }
     Ok(())
 }
+
+/// The pair-bucket binding of the dense attention kernels.
+const PAIRS_BINDING: usize = 4;
 
 /// The bytes of `values` as a buffer holds them.
 fn words(values: &[i32]) -> Vec<u8> {
