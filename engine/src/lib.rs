@@ -1,6 +1,6 @@
 //! MegaGraph engine: graph data, the Graph Transformer model, devices and training.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod bench;
 pub mod checkpoint;

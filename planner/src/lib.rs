@@ -8,7 +8,7 @@
 //! [`exhaustive_search`] is the brute-force oracle the search is tested against;
 //! [`stage_times`] gives each pipeline stage's forward and backward for a timeline.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod balance;
 mod baseline;

@@ -9,7 +9,7 @@
 //! depends on the planner but not on the engine: callers convert what they measured into a
 //! [`TrainingRun`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod bars;
 mod canvas;
