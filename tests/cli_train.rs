@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::common::{Run, TestError, TestResult, have_adapter, megagraph};
+use crate::common::{Run, TestError, TestResult, have_adapter, megagraph, megagraph_with_env};
 
 /// A tiny wgpu training run: 200 nodes, one layer of width 16, three epochs.
 pub(crate) const TINY_TRAIN: &[&str] = &[
@@ -212,6 +212,57 @@ fn a_short_run_on_an_easy_graph_ends_well_above_chance() -> TestResult {
         assert!(
             accuracy >= 0.6,
             "{key} = {accuracy}: not well above chance (1/3) on an easy graph"
+        );
+    }
+    Ok(())
+}
+
+/// Every long step of a run announces itself on standard error when asked to show every step
+/// (`MEGAGRAPH_PROGRESS_AFTER=0`): generating the graph, cutting it into sequences, building
+/// their pairs, the first epoch; `--json` alone keeps standard error free of them.
+#[test]
+fn progress_names_each_long_step_and_json_keeps_it_quiet() -> TestResult {
+    let args = [
+        "train",
+        "--backend",
+        "ndarray",
+        "--synthetic",
+        "sbm:300:3",
+        "--seq-len",
+        "100",
+        "--epochs",
+        "1",
+        "--hidden",
+        "16",
+        "--heads",
+        "2",
+        "--layers",
+        "1",
+        "--json",
+    ];
+    let every_step = [("MEGAGRAPH_PROGRESS_AFTER", "0")];
+    let steps = [
+        "generating sbm:300:3",
+        "partitioning 300 nodes into sequences",
+        "building the attention pairs of 3 sequence(s)",
+        "the first epoch",
+    ];
+    let shown = megagraph_with_env(&[&args[..], &["--progress"]].concat(), &every_step)?;
+    assert_success(&shown);
+    for step in steps {
+        assert!(
+            shown.stderr_lines().iter().any(|l| l.starts_with(step)),
+            "no line for {step:?}:\n{}",
+            shown.describe()
+        );
+    }
+    let quiet = megagraph_with_env(&args, &every_step)?;
+    assert_success(&quiet);
+    for step in steps {
+        assert!(
+            !quiet.stderr.contains(step),
+            "--json showed {step:?}:\n{}",
+            quiet.describe()
         );
     }
     Ok(())

@@ -10,8 +10,25 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use megagraph_engine::progress::{Event, Sink, set_sink};
 use megagraph_engine::train::EpochMetrics;
 
-/// A task shown as a line only once it has run this long (quick ones stay silent).
+/// A task shown as a line only once it has run this long (quick ones stay silent), unless
+/// [`ANNOUNCE_AFTER_VAR`] says otherwise.
 const ANNOUNCE_AFTER: Duration = Duration::from_secs(2);
+/// Seconds a task runs before its line shows, overriding [`ANNOUNCE_AFTER`]; `0` shows every
+/// task as it begins.
+pub const ANNOUNCE_AFTER_VAR: &str = "MEGAGRAPH_PROGRESS_AFTER";
+
+/// How long a task runs before its line shows: [`ANNOUNCE_AFTER_VAR`] when it holds a
+/// non-negative number of seconds, else [`ANNOUNCE_AFTER`].
+fn announce_after() -> Duration {
+    static AFTER: OnceLock<Duration> = OnceLock::new();
+    *AFTER.get_or_init(|| {
+        std::env::var(ANNOUNCE_AFTER_VAR)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .unwrap_or(ANNOUNCE_AFTER)
+    })
+}
 /// A running task's line repeats this often.
 const REPEAT_EVERY: Duration = Duration::from_secs(10);
 
@@ -81,7 +98,7 @@ impl StderrSink {
                     let mut running = running.lock().unwrap_or_else(|e| e.into_inner());
                     for task in running.iter_mut() {
                         let due = match task.last_line {
-                            None => task.start.elapsed() >= ANNOUNCE_AFTER,
+                            None => task.start.elapsed() >= announce_after(),
                             Some(last) => last.elapsed() >= REPEAT_EVERY,
                         };
                         if due {
@@ -111,13 +128,18 @@ impl Sink for StderrSink {
                     spinner.enable_steady_tick(Duration::from_millis(120));
                     spinner
                 });
-                running.push(Running {
+                let mut started = Running {
                     name: task.to_string(),
                     start: Instant::now(),
                     parts: None,
                     spinner,
                     last_line: None,
-                });
+                };
+                if !self.terminal && announce_after().is_zero() {
+                    eprintln!("{}", started.line());
+                    started.last_line = Some(Instant::now());
+                }
+                running.push(started);
             }
             Event::Advance { task, done, total } => {
                 if let Some(r) = running.iter_mut().rev().find(|r| r.name == task) {
@@ -136,7 +158,7 @@ impl Sink for StderrSink {
                 match r.spinner {
                     Some(spinner) => {
                         spinner.finish_and_clear();
-                        if seconds >= ANNOUNCE_AFTER.as_secs_f64() {
+                        if seconds >= announce_after().as_secs_f64() {
                             let _ = bars().println(line);
                         }
                     }

@@ -96,7 +96,13 @@ impl Run {
 /// workspace `target/`), with backtraces enabled (so a panic or a `{:?}`-printed error would
 /// show one) and the tests' autotune level unless the caller's environment sets one.
 pub fn megagraph(args: &[&str]) -> Result<Run, TestError> {
+    megagraph_with_env(args, &[])
+}
+
+/// Runs `megagraph args...` like [`megagraph`], with the variables `env` set.
+pub fn megagraph_with_env(args: &[&str], env: &[(&str, &str)]) -> Result<Run, TestError> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_megagraph"));
+    command.envs(env.iter().copied());
     command
         .args(args)
         .current_dir(workspace_root())

@@ -194,12 +194,18 @@ pub(crate) fn check_shards_fit<B: MemoryProbe>(
     sequences: &Sequences,
     devices: &[(Rank, &B::Device)],
 ) -> Result<(), EngineError> {
-    for &(rank, device) in devices {
+    let task = crate::progress::task(format!(
+        "building the attention pairs of {} sequence(s) and checking their shards",
+        sequences.len()
+    ));
+    let total = (devices.len() * sequences.len()) as u64;
+    for (d, &(rank, device)) in devices.iter().enumerate() {
         let Some(limit) = B::max_buffer_bytes(device) else {
             continue;
         };
         let role = layout.role(rank).expect("ranks have roles");
         for index in 0..sequences.len() {
+            task.advance((d * sequences.len() + index) as u64, total);
             let nodes = sequences.get(index).nodes.len();
             let rows = layout.shard_rows(role.replica, role.stage, nodes)?;
             let ranges: Vec<_> = (0..rows.len())

@@ -32,10 +32,16 @@ pub fn measure_sequences(
     config: &ModelConfig,
     cp_degrees: &[usize],
 ) -> Result<SequenceFigures, EngineError> {
+    let task = crate::progress::task(format!(
+        "measuring the sequences of {} nodes (partition, pairs, halos)",
+        graph.num_nodes()
+    ));
     let parts = partition_sequences(graph.adjacency(), seq_len, seed)?;
     let (mut nodes, mut pairs, mut edges) = (0usize, 0usize, 0usize);
     let mut halo = vec![0f64; cp_degrees.len()];
-    for part in parts {
+    let total = parts.len() as u64;
+    for (done, part) in parts.into_iter().enumerate() {
+        task.advance(done as u64, total);
         let s = part.len();
         nodes += s;
         if !config.scope.is_hops() {

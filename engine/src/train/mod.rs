@@ -68,6 +68,10 @@ pub fn training_sequences(
         config.scope
     );
     check_host(what, footprint.host)?;
+    let _task = crate::progress::task(format!(
+        "partitioning {} nodes into sequences (METIS)",
+        graph.num_nodes()
+    ));
     build_sequences(graph, split, options.seq_len, &config, options.seed)
 }
 
