@@ -36,16 +36,17 @@ struct TrainedRun {
     report: Value,
 }
 
-/// Trains 4 epochs on `backend` (one sequence: one step per epoch, a checkpoint after each,
-/// so the newest holds the last epoch's parameters) with `--save-model`.
-fn train(backend: &str) -> Result<TrainedRun, TestError> {
+/// Trains 4 epochs on `backend` (one sequence unless `extra` says otherwise: one step per
+/// epoch, a checkpoint after each, so the newest holds the last epoch's parameters) with
+/// `--save-model` and the options `extra`.
+fn train(backend: &str, extra: &[&str]) -> Result<TrainedRun, TestError> {
     let dir = tempfile::tempdir()?;
     let graph = sbm(&SbmParams::new(300, 3, 5))?;
     let data = dir.path().join("named.npz");
     write_npz(&data, &named_graph_arrays(&graph))?;
     let checkpoints = dir.path().join("ck");
     let model = dir.path().join("best.safetensors");
-    let run = megagraph(&[
+    let args = [
         "train",
         "--backend",
         backend,
@@ -72,7 +73,8 @@ fn train(backend: &str) -> Result<TrainedRun, TestError> {
         "--save-model",
         text(&model)?,
         "--json",
-    ])?;
+    ];
+    let run = megagraph(&[&args[..], extra].concat())?;
     let report = last_json(&run)?;
     assert!(run.stderr.contains("saved model: "), "{}", run.describe());
     Ok(TrainedRun {
@@ -104,7 +106,7 @@ fn evaluate(t: &TrainedRun, checkpoint: &Path, backend: &str) -> Result<Value, T
 /// CSV's argmax is right on as many nodes as that epoch's accuracies say); with
 /// `evaluate_checkpoint`, also evaluate the checkpoint directory.
 fn train_predict_evaluate(backend: &str, evaluate_checkpoint: bool) -> TestResult {
-    let t = train(backend)?;
+    let t = train(backend, &[])?;
     let history = t.report["history"].as_array().ok_or("history")?;
     let last = history.last().ok_or("no epoch")?;
     let of_best = evaluate(&t, &t.model, backend)?;
@@ -212,6 +214,92 @@ fn train_predict_evaluate_on_wgpu() -> TestResult {
         return Ok(());
     }
     train_predict_evaluate("wgpu", false)
+}
+
+/// A model of three sequences under a hops scope: `evaluate` rebuilds the sequences from the
+/// settings saved with it (seq-len, scope, seed: the same METIS cut and near pairs), so the
+/// saved model's and the newest checkpoint's accuracies are training's to the bit; `predict`
+/// writes `.npy` probabilities and `.npz` arrays of one row per node.
+#[test]
+fn a_model_of_several_hops_sequences_evaluates_and_predicts_as_it_trained() -> TestResult {
+    let t = train("ndarray", &["--seq-len", "100", "--scope", "hops:2"])?;
+    assert_eq!(t.report["sequences"], 3, "{}", t.report);
+    let of_best = evaluate(&t, &t.model, "ndarray")?;
+    for key in ["val_acc", "test_acc"] {
+        assert_eq!(
+            of_best[key], t.report[key],
+            "{key}: {of_best} vs {}",
+            t.report
+        );
+    }
+    for class in of_best["per_class"].as_array().ok_or("per_class")? {
+        for key in ["class", "precision", "recall", "f1", "support"] {
+            assert!(class[key].is_number(), "{key} of {class}");
+        }
+    }
+    // The table a user reads: the accuracies, then a row per class with its name.
+    let table = megagraph(&[
+        "evaluate",
+        "--backend",
+        "ndarray",
+        "--checkpoint",
+        text(&t.model)?,
+        "--data",
+        text(&t.data)?,
+    ])?;
+    assert_eq!(table.code, Some(0), "{}", table.describe());
+    let test_acc = of_best["test_acc"].as_f64().ok_or("test_acc")?;
+    assert!(
+        table.stdout.contains(&format!("test_acc {test_acc:.4}")),
+        "{}",
+        table.describe()
+    );
+    for class in 0..3 {
+        assert!(
+            table
+                .stdout
+                .lines()
+                .any(|l| l.contains(&format!("class-{class}"))),
+            "no row for class {class}: {}",
+            table.describe()
+        );
+    }
+    let history = t.report["history"].as_array().ok_or("history")?;
+    let last = history.last().ok_or("no epoch")?;
+    let of_last = evaluate(&t, &t.checkpoints, "ndarray")?;
+    for key in ["train_acc", "val_acc", "test_acc"] {
+        assert_eq!(of_last[key], last[key], "{key}: {of_last} vs {last}");
+    }
+    let (npy, npz) = (t.dir.path().join("p.npy"), t.dir.path().join("p.npz"));
+    for out in [&npy, &npz] {
+        let run = megagraph(&[
+            "predict",
+            "--backend",
+            "ndarray",
+            "--checkpoint",
+            text(&t.model)?,
+            "--data",
+            text(&t.data)?,
+            "--out",
+            text(out)?,
+        ])?;
+        assert_eq!(run.code, Some(0), "{}", run.describe());
+    }
+    let probabilities = npyz::NpyFile::new(std::fs::File::open(&npy)?)?;
+    assert_eq!(probabilities.shape(), &[300, 3]);
+    let probabilities = probabilities.into_vec::<f32>()?;
+    for row in probabilities.chunks(3) {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() <= 1e-5, "{row:?}");
+    }
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&npz)?)?;
+    let predicted = npyz::NpyFile::new(archive.by_name("predicted.npy")?)?;
+    assert_eq!(predicted.shape(), &[300]);
+    let predicted = predicted.into_vec::<i64>()?;
+    for (node, row) in probabilities.chunks(3).enumerate() {
+        let top = row.iter().cloned().fold(f32::MIN, f32::max);
+        assert_eq!(row[predicted[node] as usize], top, "node {node}: {row:?}");
+    }
+    Ok(())
 }
 
 #[test]
