@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use crate::common::{
-    NpzArray, Run, TestResult, cora_path, have_adapter, megagraph, megagraph_without_drivers,
-    tiny_graph_arrays, tiny_graph_with, write_npz,
+    NpzArray, Run, TestResult, adapters, cora_path, have_adapter, megagraph,
+    megagraph_without_drivers, tiny_graph_arrays, tiny_graph_with, write_npz,
 };
 
 /// Asserts `run` failed with exit code `code` (any non-zero code if `None`) and printed
@@ -489,5 +489,36 @@ fn synthetic_graph_beyond_memory_is_refused_before_it_is_generated() -> TestResu
         &["sbm:1000000000000:4", "needs about", "available"],
     );
     assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    Ok(())
+}
+
+/// On a software adapter (lavapipe) the device's memory is the host's: a sequence whose pair
+/// buckets fit the host once (about 0.6 of what it has available) but not once more on the
+/// device is refused before any device work, in one line.
+#[test]
+fn a_sequence_beyond_a_software_devices_share_of_host_memory_is_refused() -> TestResult {
+    if !have_adapter("a_sequence_beyond_a_software_devices_share_of_host_memory_is_refused")? {
+        return Ok(());
+    }
+    if adapters()[0].device_type != "Cpu" {
+        eprintln!("SKIPPED: the first adapter is not a software one");
+        return Ok(());
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
+    let available_kib: f64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .ok_or("no MemAvailable")?
+        .parse()?;
+    // One sequence of all N nodes holds N² bucket bytes on the host and as many on the device.
+    let nodes = ((0.6 * available_kib * 1024.0).sqrt() as usize).to_string();
+    let spec = format!("sbm:{nodes}:4");
+    let run = megagraph(&["train", "--synthetic", &spec, "--seq-len", &nodes, "--json"])?;
+    assert_one_line_error(
+        &run,
+        Some(1),
+        &["software adapter", "needs about", "available"],
+    );
     Ok(())
 }

@@ -11,7 +11,7 @@ use megagraph_engine::{
     device::{CpuAutodiff, MemoryProbe, WgpuAutodiff, list_adapters, open_wgpu},
     graph::{Graph, Split, split},
     infer::{Holds, Trained},
-    memory::Bytes,
+    memory::{Bytes, check_host},
     model::{AttentionKernel, AttentionScope, ModelBackend, ModelConfig},
     parallel::{CheckpointOptions, JobRun, Layout, LocalDevice, train_devices},
     train::{TrainOptions, TrainReport, sequence_footprint},
@@ -193,6 +193,7 @@ pub(super) fn prepare(args: &TrainArgs, writes: bool) -> anyhow::Result<Prepared
         anyhow::bail!("--steps must be at least 1");
     }
     comm_timeout(args)?;
+    check_software_devices(args, &graph, &options)?;
     let checkpoint = checkpoint_options(args);
     checkpoint.validate()?;
     if let Some(path) = args.save_model.as_ref().filter(|_| writes) {
@@ -204,6 +205,39 @@ pub(super) fn prepare(args: &TrainArgs, writes: bool) -> anyhow::Result<Prepared
         split,
         checkpoint,
     })
+}
+
+/// Refuses, before any device work, a run on a software adapter (lavapipe, whose device memory
+/// is the host's) whose sequences' host data plus their copy on each of its devices exceed what
+/// the host has available. (wgpu reports no memory size for a GPU: plans are checked against
+/// the memory their cluster declares or `profile` measured.)
+fn check_software_devices(
+    args: &TrainArgs,
+    graph: &Graph,
+    options: &TrainOptions,
+) -> anyhow::Result<()> {
+    if !matches!(args.backend, BackendChoice::Wgpu) || args.plan.is_some() || args.cluster.is_some()
+    {
+        return Ok(());
+    }
+    let index = args.adapter.unwrap_or(0);
+    let Some(adapter) = list_adapters().into_iter().nth(index) else {
+        return Ok(());
+    };
+    if adapter.device_type != "Cpu" {
+        return Ok(());
+    }
+    let devices = args.devices.unwrap_or(1) as u64;
+    let footprint = sequence_footprint(graph, options);
+    let needed = footprint
+        .host
+        .saturating_add(footprint.device.saturating_mul(devices));
+    let what = format!(
+        "the sequences of {} nodes on the host and on {devices} device(s) of {} (a software adapter: its memory is the host's)",
+        graph.num_nodes(),
+        adapter.name
+    );
+    Ok(check_host(what, needed)?)
 }
 
 /// Loads the graph, trains and reports.
