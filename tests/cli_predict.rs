@@ -333,6 +333,8 @@ fn bad_inputs_get_one_line() -> TestResult {
     std::fs::write(&garbage, b"not a model")?;
     let missing = dir.path().join("missing");
     let out_missing_dir = dir.path().join("no/such/dir/p.csv");
+    let embeddings_missing_dir = dir.path().join("no/such/dir/e.npy");
+    let npy_out = dir.path().join("p.npy");
     let (data, model) = (text(&data)?, text(&model)?);
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
@@ -365,6 +367,20 @@ fn bad_inputs_get_one_line() -> TestResult {
                 text(&out_missing_dir)?,
             ],
             vec!["--out", "p.csv", "cannot write"],
+        ),
+        (
+            vec![
+                "predict",
+                "--checkpoint",
+                model,
+                "--data",
+                data,
+                "--out",
+                text(&npy_out)?,
+                "--embeddings",
+                text(&embeddings_missing_dir)?,
+            ],
+            vec!["--embeddings", "e.npy", "cannot write"],
         ),
         (
             vec![
