@@ -87,18 +87,29 @@ fn train(backend: &str, extra: &[&str]) -> Result<TrainedRun, TestError> {
     })
 }
 
-/// `megagraph evaluate --json` of `checkpoint` on the run's data.
-fn evaluate(t: &TrainedRun, checkpoint: &Path, backend: &str) -> Result<Value, TestError> {
-    last_json(&megagraph(&[
-        "evaluate",
+/// `megagraph COMMAND` (evaluate or predict) of `checkpoint` on the run's data, with `extra`.
+fn on_data(
+    t: &TrainedRun,
+    command: &str,
+    checkpoint: &Path,
+    backend: &str,
+    extra: &[&str],
+) -> Result<Run, TestError> {
+    let args = [
+        command,
         "--backend",
         backend,
         "--checkpoint",
         text(checkpoint)?,
         "--data",
         text(&t.data)?,
-        "--json",
-    ])?)
+    ];
+    megagraph(&[&args[..], extra].concat())
+}
+
+/// `megagraph evaluate --json` of `checkpoint` on the run's data.
+fn evaluate(t: &TrainedRun, checkpoint: &Path, backend: &str) -> Result<Value, TestError> {
+    last_json(&on_data(t, "evaluate", checkpoint, backend, &["--json"])?)
 }
 
 /// The loop a user runs: train, evaluate the saved model (the best epoch's test accuracy to
@@ -133,19 +144,8 @@ fn train_predict_evaluate(backend: &str, evaluate_checkpoint: bool) -> TestResul
 
     let csv = t.dir.path().join("p.csv");
     let embeddings = t.dir.path().join("e.npy");
-    let run = megagraph(&[
-        "predict",
-        "--backend",
-        backend,
-        "--checkpoint",
-        text(&t.checkpoints)?,
-        "--data",
-        text(&t.data)?,
-        "--out",
-        text(&csv)?,
-        "--embeddings",
-        text(&embeddings)?,
-    ])?;
+    let outputs = ["--out", text(&csv)?, "--embeddings", text(&embeddings)?];
+    let run = on_data(&t, "predict", &t.checkpoints, backend, &outputs)?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let correct = check_csv(&csv, &t.graph)?;
     let scored: f64 = ["train", "val", "test"]
@@ -238,15 +238,7 @@ fn a_model_of_several_hops_sequences_evaluates_and_predicts_as_it_trained() -> T
         }
     }
     // The table a user reads: the accuracies, then a row per class with its name.
-    let table = megagraph(&[
-        "evaluate",
-        "--backend",
-        "ndarray",
-        "--checkpoint",
-        text(&t.model)?,
-        "--data",
-        text(&t.data)?,
-    ])?;
+    let table = on_data(&t, "evaluate", &t.model, "ndarray", &[])?;
     assert_eq!(table.code, Some(0), "{}", table.describe());
     let test_acc = of_best["test_acc"].as_f64().ok_or("test_acc")?;
     assert!(
@@ -272,17 +264,7 @@ fn a_model_of_several_hops_sequences_evaluates_and_predicts_as_it_trained() -> T
     }
     let (npy, npz) = (t.dir.path().join("p.npy"), t.dir.path().join("p.npz"));
     for out in [&npy, &npz] {
-        let run = megagraph(&[
-            "predict",
-            "--backend",
-            "ndarray",
-            "--checkpoint",
-            text(&t.model)?,
-            "--data",
-            text(&t.data)?,
-            "--out",
-            text(out)?,
-        ])?;
+        let run = on_data(&t, "predict", &t.model, "ndarray", &["--out", text(out)?])?;
         assert_eq!(run.code, Some(0), "{}", run.describe());
     }
     let probabilities = npyz::NpyFile::new(std::fs::File::open(&npy)?)?;
