@@ -45,6 +45,37 @@ pub struct AdapterSummary {
     pub max_storage_buffer_binding_size: u64,
     /// Largest buffer in bytes.
     pub max_buffer_size: u64,
+    /// Workgroup (shared) memory per workgroup, bytes.
+    pub max_compute_workgroup_storage_size: u32,
+    /// Invocations per workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Smallest and largest subgroup size the driver reports.
+    pub subgroup_sizes: [u32; 2],
+    /// The compute features the kernels can use that this adapter has, by wgpu's names
+    /// (`SUBGROUP`, `SHADER_F16`, `EXPERIMENTAL_COOPERATIVE_MATRIX`, …).
+    pub features: Vec<String>,
+    /// The cooperative-matrix (tensor-core) shapes the driver offers, as `MxNxK A->C` types;
+    /// empty without `EXPERIMENTAL_COOPERATIVE_MATRIX`.
+    pub cooperative_matrices: Vec<String>,
+}
+
+/// The adapter features a kernel variant may depend on, by wgpu's names.
+fn kernel_features(features: wgpu::Features) -> Vec<String> {
+    [
+        wgpu::Features::SUBGROUP,
+        wgpu::Features::SUBGROUP_BARRIER,
+        wgpu::Features::SHADER_F16,
+        wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+        wgpu::Features::TIMESTAMP_QUERY,
+    ]
+    .into_iter()
+    .filter(|f| features.contains(*f))
+    .flat_map(|f| {
+        f.iter_names()
+            .map(|(name, _)| name.to_string())
+            .collect::<Vec<_>>()
+    })
+    .collect()
 }
 
 /// An instance over the primary APIs (Vulkan, Metal, DX12) when they have an adapter, else
@@ -105,6 +136,20 @@ pub fn list_adapters() -> Vec<AdapterSummary> {
                     .to_string(),
                 max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
                 max_buffer_size: limits.max_buffer_size,
+                max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+                max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+                subgroup_sizes: [info.subgroup_min_size, info.subgroup_max_size],
+                features: kernel_features(adapter.features()),
+                cooperative_matrices: adapter
+                    .cooperative_matrix_properties()
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}x{}x{} {:?}->{:?}",
+                            p.m_size, p.n_size, p.k_size, p.ab_type, p.cr_type
+                        )
+                    })
+                    .collect(),
             }
         })
         .collect()
@@ -165,7 +210,30 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
         memory_config,
         ..RuntimeOptions::default()
     };
-    Ok(init_device(setup, options))
+    let identity = format!(
+        "{} | {} {} | {:?}",
+        info.name, info.driver, info.driver_info, info.backend
+    );
+    let device = init_device(setup, options);
+    identities().insert(device.clone(), identity);
+    Ok(device)
+}
+
+/// The adapter, driver and API of each device [`open_wgpu`] opened.
+fn identities() -> std::sync::MutexGuard<'static, std::collections::HashMap<WgpuDevice, String>> {
+    static IDENTITIES: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<WgpuDevice, String>>,
+    > = std::sync::LazyLock::new(Default::default);
+    IDENTITIES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// "adapter name | driver | API" of a device [`open_wgpu`] opened ("unknown adapter" for one
+/// opened otherwise): what per-adapter choices are keyed by.
+pub fn adapter_identity(device: &WgpuDevice) -> String {
+    identities()
+        .get(device)
+        .cloned()
+        .unwrap_or_else(|| "unknown adapter".to_string())
 }
 
 /// Opens `count` logical devices on adapter `index` (the first when `None`): separate wgpu

@@ -23,12 +23,16 @@ pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
     }
     for a in &adapters {
         println!(
-            "{:>2}  {:<40} {:<7} {:<14} max binding {} MiB  {}",
+            "{:>2}  {:<40} {:<7} {:<14} max binding {} MiB, workgroup {} KiB / {} invocations, subgroups {}-{}  {}",
             a.index,
             a.name,
             a.backend,
             a.device_type,
             a.max_storage_buffer_binding_size >> 20,
+            a.max_compute_workgroup_storage_size >> 10,
+            a.max_compute_invocations_per_workgroup,
+            a.subgroup_sizes[0],
+            a.subgroup_sizes[1],
             a.driver
         );
     }
