@@ -7,7 +7,8 @@ Reads the pairs MegaGraph's `bench attention --scope hops:K --export-pairs FILE`
 (offsets [S + 1], keys [pairs], buckets [pairs]) so that both run the same attention, and
 prints one JSON line: nodes, pairs, heads, head_dim, seconds (best of 3 after a warm-up that
 compiles), peak_bytes (the process's peak resident memory above what it held before the
-warm-up: the temporaries of the computation).
+warm-up: the temporaries of the computation), and on a GPU device_peak_bytes (JAX's peak
+device bytes in use; null on the CPU).
 
 Usage: sparse-attention-peer.py PAIRS.npz [--heads 4] [--head-dim 16]
        sparse-attention-peer.py --self-test     (small shapes, against a dense softmax)
@@ -70,6 +71,8 @@ def run(path, heads, head_dim):
         jax.block_until_ready(step(q, k, v, table))
         best = min(best, time.perf_counter() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    device = jax.devices()[0]
+    stats = device.memory_stats() or {}
     print(json.dumps({
         "nodes": nodes,
         "pairs": int(len(keys)),
@@ -78,6 +81,8 @@ def run(path, heads, head_dim):
         "seconds": best,
         "peak_bytes": max(0, peak - before),
         "jax": jax.__version__,
+        "device": str(device.device_kind),
+        "device_peak_bytes": stats.get("peak_bytes_in_use"),
     }))
 
 
