@@ -17,7 +17,10 @@ use megagraph_engine::{
     graph::{NearLimits, NearPairs, RmatParams, rmat},
     kernels::{
         CsrIndex, DropoutMask, HopsIndex, RowNumbering,
-        plan::{AttentionShape, ColumnSumShape, DropoutShape, HopsShape, LaunchPlan, SparseShape},
+        plan::{
+            AttentionShape, ColumnSumShape, DropoutShape, HopsShape, LaunchPlan, SparseShape,
+            Tiling,
+        },
         shaders::Shader,
     },
 };
@@ -267,6 +270,24 @@ fn attention_plans(shape: AttentionShape, block_rows: usize) -> Vec<LaunchPlan> 
         for (b, rows) in blocks.iter().enumerate() {
             let accumulate = shader == Shader::AttentionBackwardKey && b > 0;
             plans.push(shape.launch(shader, rows.clone(), accumulate));
+        }
+    }
+    // The tiled forward at a tiling with one row per invocation and at one with teams of
+    // eight over two rows each (its bucket tiles read past a row's end, clamped to the block).
+    for tiling in [
+        Tiling {
+            team: 1,
+            rows: 1,
+            tile: 32,
+        },
+        Tiling {
+            team: 8,
+            rows: 2,
+            tile: 64,
+        },
+    ] {
+        for rows in &blocks {
+            plans.push(shape.launch_tiled(tiling, rows.clone()));
         }
     }
     plans

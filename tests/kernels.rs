@@ -5,10 +5,14 @@
 //! sum in different orders); tensors that are zero in exact arithmetic must be within 1e-6.
 
 use megagraph_engine::{
-    burn::backend::wgpu::WgpuDevice,
+    burn::backend::wgpu::{WgpuDevice, WgpuRuntime},
+    burn::cubecl::Runtime,
     burn::tensor::{Tensor, TensorData},
     device::{CpuAutodiff, MemoryProbe, WgpuAutodiff, open_wgpu},
-    kernels::{MAX_BLOCK_BYTES, PairBuckets, biased_attention, reference},
+    kernels::{
+        MAX_BLOCK_BYTES, PairBuckets, biased_attention, reference,
+        tuning::{self, ForwardKernel, pin_forward_kernel},
+    },
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
@@ -91,7 +95,14 @@ fn run<
     ]
 }
 
-fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
+/// Checks `case` on `device` against the CPU reference, once with each of `kernels` pinned as
+/// the device's forward kernel (`None`: the device's own choice).
+fn check_case(
+    case: &Case,
+    seed: u64,
+    device: &WgpuDevice,
+    kernels: &[Option<ForwardKernel>],
+) -> TestResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let [h, r, s, d, nb] = case.dims();
     let mut normal =
@@ -112,11 +123,29 @@ fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
             }
         })
         .collect();
-    let fused = run::<WgpuAutodiff>(case, &host, &buckets, true, device);
     let oracle = run::<CpuAutodiff>(case, &host, &buckets, false, &Default::default());
+    for kernel in kernels {
+        if let Some(kernel) = kernel {
+            pin_forward_kernel(device, Some(*kernel));
+        }
+        let fused = run::<WgpuAutodiff>(case, &host, &buckets, true, device);
+        pin_forward_kernel(device, None);
+        compare(case, &fused, &oracle, *kernel)?;
+    }
+    Ok(())
+}
+
+/// Every result of `fused` against `oracle` within the tolerance.
+fn compare(
+    case: &Case,
+    fused: &Results,
+    oracle: &Results,
+    kernel: Option<ForwardKernel>,
+) -> TestResult {
+    let [h, _, s, d, nb] = case.dims();
     for (name, (f, r)) in ["output", "dQ", "dK", "dV", "dTable"]
         .iter()
-        .zip(fused.iter().zip(&oracle))
+        .zip(fused.iter().zip(oracle))
     {
         assert_eq!(f.len(), r.len(), "{name}: lengths");
         let scale = r.iter().fold(0f32, |m, x| m.max(x.abs()));
@@ -132,7 +161,7 @@ fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
         };
         assert!(
             err <= bound,
-            "heads {h} rows {rows} keys {s} head_dim {d} buckets {nb} all_far {} block_bytes {}: {name} differs by {err:e} (scale {scale:e})",
+            "heads {h} rows {rows} keys {s} head_dim {d} buckets {nb} all_far {} block_bytes {} forward {kernel:?}: {name} differs by {err:e} (scale {scale:e})",
             case.all_far,
             case.block_bytes,
             rows = case.rows
@@ -145,12 +174,11 @@ fn check_case(case: &Case, seed: u64, device: &WgpuDevice) -> TestResult {
     Ok(())
 }
 
-#[test]
-fn fused_attention_matches_the_reference() -> TestResult {
-    let Some(device) = wgpu_device("fused_attention_matches_the_reference")? else {
-        return Ok(());
-    };
-    let cases = [
+/// Shapes that exercise every path of the kernels: one key, odd S, S below a tile and above
+/// several, context-parallel shards (fewer rows than keys, and more), the large-table path
+/// (> 16 buckets), every pair in one bucket, and pair buckets in blocks.
+fn cases() -> [Case; 10] {
+    [
         Case {
             heads: 1,
             rows: 1,
@@ -245,9 +273,42 @@ fn fused_attention_matches_the_reference() -> TestResult {
             all_far: false,
             block_bytes: 70 * 5,
         },
-    ];
-    for (seed, case) in cases.iter().enumerate() {
-        check_case(case, seed as u64, &device)?;
+    ]
+}
+
+#[test]
+fn fused_attention_matches_the_reference() -> TestResult {
+    let Some(device) = wgpu_device("fused_attention_matches_the_reference")? else {
+        return Ok(());
+    };
+    for (seed, case) in cases().iter().enumerate() {
+        check_case(case, seed as u64, &device, &[None])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn every_forward_kernel_matches_the_reference() -> TestResult {
+    if wgpu_device("every_forward_kernel_matches_the_reference")?.is_none() {
+        return Ok(());
+    }
+    // A device of its own: the kernels are pinned per device.
+    let device = open_wgpu(None)?;
+    let limit = WgpuRuntime::client(&device)
+        .properties()
+        .hardware
+        .max_shared_memory_size as u64;
+    for (seed, case) in cases().iter().enumerate() {
+        let kernels: Vec<_> = tuning::candidates(case.head_dim, limit)
+            .into_iter()
+            .map(Some)
+            .collect();
+        assert!(
+            kernels.len() > 1,
+            "head_dim {}: no tiled kernel fits {limit} bytes of workgroup memory",
+            case.head_dim
+        );
+        check_case(case, seed as u64, &device, &kernels)?;
     }
     Ok(())
 }

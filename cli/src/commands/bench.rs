@@ -207,6 +207,10 @@ fn attention(args: &AttentionArgs) -> anyhow::Result<()> {
         r.matmul_peak_gflops,
         r.host_matmul_gflops
     );
+    println!("forward kernel chosen: {}", r.forward_kernel);
+    for v in &r.forward_variants {
+        println!("  forward {:<16} {:>10.2} ms", v.kernel, v.forward_ms);
+    }
     match (r.reference_ms, r.reference_peak_bytes, r.reference_mode) {
         (Some(ms), Some(bytes), Some(mode)) => println!(
             "reference ({}) {:.1} ms, peak {:.1} MiB: fused is {:.2}x faster and needs {:.3} of the memory",

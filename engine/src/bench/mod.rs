@@ -14,7 +14,8 @@ pub use hops::{HopsBench, HopsBenchReport, bench_hops_attention, bench_pairs, ex
 use std::ops::Range;
 
 use burn::{
-    backend::wgpu::WgpuDevice,
+    backend::wgpu::{WgpuDevice, WgpuRuntime},
+    cubecl::Runtime,
     tensor::{Distribution, Tensor, backend::Backend},
 };
 use serde::Serialize;
@@ -22,7 +23,7 @@ use serde::Serialize;
 use crate::{
     EngineError,
     device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
-    kernels::{PairBuckets, biased_attention, plan::MAX_FUSED_HEAD_DIM, reference},
+    kernels::{PairBuckets, biased_attention, plan::MAX_FUSED_HEAD_DIM, reference, tuning},
     timing::{best_seconds, best_seconds_within},
 };
 
@@ -91,6 +92,20 @@ pub struct AttentionBenchReport {
     pub matmul_peak_gflops: f64,
     /// burn's ndarray matmul on the host CPU (best of 512³, 1024³), GFLOP/s, for comparison.
     pub host_matmul_gflops: f64,
+    /// The forward kernel the fused run chose on this adapter (`registers` or
+    /// `tiled:TEAM:ROWS:TILE`).
+    pub forward_kernel: String,
+    /// Every forward kernel that fits the adapter, timed side by side (forward only).
+    pub forward_variants: Vec<ForwardVariantTiming>,
+}
+
+/// One forward kernel's time in the benchmark.
+#[derive(Debug, Clone, Serialize)]
+pub struct ForwardVariantTiming {
+    /// `registers` or `tiled:TEAM:ROWS:TILE`.
+    pub kernel: String,
+    /// Forward only, best of up to 3 after a warm-up, milliseconds.
+    pub forward_ms: f64,
 }
 
 /// The best GFLOP/s of square f32 matmuls of side 512 and 1024 on `device`.
@@ -203,6 +218,46 @@ fn run(shape: AttentionBench, chunks: &[Chunk], fused: bool, device: &WgpuDevice
     (seconds, peak)
 }
 
+/// Times the forward alone over all S keys with each forward kernel that fits `device`,
+/// pinned in turn (the device's own choice afterwards).
+fn time_forward_variants(shape: AttentionBench, device: &WgpuDevice) -> Vec<ForwardVariantTiming> {
+    let (s, h, d) = (shape.nodes, shape.heads, shape.head_dim);
+    let random =
+        || Tensor::<WgpuAutodiff, 3>::random([h, s, d], Distribution::Uniform(-1.0, 1.0), device);
+    let (q, k, v) = (random(), random(), random());
+    let table = Tensor::<WgpuAutodiff, 2>::zeros([h, BUCKETS], device);
+    let buckets: Vec<u8> = (0..s)
+        .flat_map(|i| (0..s).map(move |j| bucket(s, i, j)))
+        .collect();
+    let pairs = PairBuckets::<WgpuAutodiff>::new(&buckets, s, device);
+    let limit = WgpuRuntime::client(device)
+        .properties()
+        .hardware
+        .max_shared_memory_size as u64;
+    let timings = tuning::candidates(d, limit)
+        .into_iter()
+        .map(|kernel| {
+            tuning::pin_forward_kernel(device, Some(kernel));
+            let seconds = best_seconds_within(BUDGET_SECONDS / 4.0, || {
+                let out = biased_attention(
+                    q.clone(),
+                    k.clone(),
+                    v.clone(),
+                    table.clone(),
+                    pairs.clone(),
+                );
+                let _ = out.slice([0..1, 0..1, 0..1]).into_data();
+            });
+            ForwardVariantTiming {
+                kernel: kernel.to_string(),
+                forward_ms: seconds * 1e3,
+            }
+        })
+        .collect();
+    tuning::pin_forward_kernel(device, None);
+    timings
+}
+
 /// Benchmarks fused against reference attention on adapter `adapter` (default 0), each on its
 /// own device so that each memory pool's high-water mark is its own.
 pub fn bench_attention(
@@ -232,6 +287,9 @@ pub fn bench_attention(
     }];
     let fused_device = open_wgpu(Some(index))?;
     let (fused_seconds, fused_peak_bytes) = run(shape, &whole, true, &fused_device);
+    let forward_kernel = tuning::last_forward_kernel(&fused_device)
+        .map_or_else(|| "none".to_string(), |kernel| kernel.to_string());
+    let forward_variants = time_forward_variants(shape, &fused_device);
     let plan = reference_chunks(shape, limit).filter(|_| shape.with_reference);
     let reference = match &plan {
         Some((_, chunks)) => {
@@ -257,6 +315,8 @@ pub fn bench_attention(
         reference_gflops: reference.map(|(seconds, _)| flops / seconds / 1e9),
         matmul_peak_gflops: matmul_gflops::<WgpuBackend>(&fused_device),
         host_matmul_gflops: matmul_gflops::<CpuBackend>(&Default::default()),
+        forward_kernel,
+        forward_variants,
     })
 }
 

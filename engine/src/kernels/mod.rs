@@ -21,6 +21,7 @@ pub mod reference;
 pub mod safe_ops;
 pub mod shaders;
 pub mod sparse;
+pub mod tuning;
 mod wgpu;
 
 pub use dropout::{

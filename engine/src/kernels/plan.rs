@@ -117,6 +117,71 @@ pub struct AttentionShape {
     pub max_bucket: u8,
 }
 
+/// The shape of the tiled forward kernel (`attention_forward_tiled.wgsl`): `team`
+/// invocations share each query row, each team holds `rows` rows, and keys are staged in
+/// workgroup memory `tile` at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Tiling {
+    /// Invocations per query row (divides [`WORKGROUP`]).
+    pub team: u32,
+    /// Query rows per team.
+    pub rows: u32,
+    /// Keys per tile (a multiple of 4 and of `team`).
+    pub tile: u32,
+}
+
+impl Tiling {
+    /// Query rows per workgroup.
+    pub fn group_rows(&self) -> u32 {
+        WORKGROUP / self.team * self.rows
+    }
+
+    /// vec4s of the shared key/value tile, reused for the team's merge.
+    fn shared_vecs(&self, head_dim: usize) -> u32 {
+        (2 * self.tile).max(WORKGROUP * self.rows) * head_dim as u32 / 4
+    }
+
+    /// Workgroup memory the kernel declares at `head_dim`, bytes.
+    pub fn workgroup_bytes(&self, head_dim: usize) -> u64 {
+        let vecs = u64::from(self.shared_vecs(head_dim)) * 16;
+        let buckets = u64::from(self.group_rows() * (self.tile / 4 + 1)) * 4;
+        let stats = u64::from(WORKGROUP * self.rows) * 8;
+        vecs + buckets + stats
+    }
+
+    /// The kernel's specialised constants at `head_dim` (besides `HEAD_DIM` and `BUCKETS`).
+    pub fn constants(&self, head_dim: usize) -> Vec<(&'static str, u32)> {
+        assert!(
+            WORKGROUP % self.team == 0 && self.tile % 4 == 0 && self.tile % self.team == 0,
+            "{self:?}: team must divide {WORKGROUP}, tile must be a multiple of 4 and of team"
+        );
+        vec![
+            ("TEAM", self.team),
+            ("ROWS", self.rows),
+            ("TILE", self.tile),
+            ("GROUP_ROWS", self.group_rows()),
+            ("SHARED_VECS", self.shared_vecs(head_dim)),
+        ]
+    }
+
+    /// The tilings worth timing at `head_dim` whose workgroup memory fits `workgroup_limit`
+    /// bytes: teams of 1, 4 and 8 invocations, one or two rows per team, each with the larger
+    /// tile (64 or 32 keys) that fits.
+    pub fn candidates(head_dim: usize, workgroup_limit: u64) -> Vec<Tiling> {
+        let mut all = Vec::new();
+        for team in [1, 4, 8] {
+            for rows in [1, 2] {
+                let fits = [64, 32]
+                    .into_iter()
+                    .map(|tile| Tiling { team, rows, tile })
+                    .find(|t| t.workgroup_bytes(head_dim) <= workgroup_limit);
+                all.extend(fits);
+            }
+        }
+        all
+    }
+}
+
 impl AttentionShape {
     /// `[heads, rows, keys, head_dim, buckets]`: what the backward's gradient buffers are
     /// shaped by.
@@ -155,6 +220,35 @@ impl AttentionShape {
     /// The launch of `shader` over query rows `rows` (a block of the pair buckets);
     /// `accumulate` adds to the outputs (the key kernel after the first block).
     pub fn launch(&self, shader: Shader, rows: Range<usize>, accumulate: bool) -> LaunchPlan {
+        let per_invocation = shader
+            .constant("ROWS")
+            .expect("attention shaders declare ROWS");
+        let by_columns = shader == Shader::AttentionBackwardKey;
+        let items = if by_columns { self.keys } else { rows.len() };
+        let invocations = items.div_ceil(per_invocation as usize);
+        let constants = self.constants(shader);
+        self.plan(shader, rows, accumulate, constants, invocations)
+    }
+
+    /// The launch of the tiled forward kernel over query rows `rows`, shaped by `tiling`.
+    pub fn launch_tiled(&self, tiling: Tiling, rows: Range<usize>) -> LaunchPlan {
+        let shader = Shader::AttentionForwardTiled;
+        let group_rows = tiling.group_rows() as usize;
+        let invocations = rows.len().div_ceil(group_rows) * WORKGROUP as usize;
+        let mut constants = self.constants(shader);
+        constants.extend(tiling.constants(self.head_dim));
+        self.plan(shader, rows, false, constants, invocations)
+    }
+
+    /// The plan of `shader` with `constants`, over `invocations` invocations per head.
+    fn plan(
+        &self,
+        shader: Shader,
+        rows: Range<usize>,
+        accumulate: bool,
+        constants: Vec<(&'static str, u32)>,
+        invocations: usize,
+    ) -> LaunchPlan {
         self.check();
         let Self {
             heads,
@@ -181,17 +275,11 @@ impl AttentionShape {
             accumulate: u32::from(accumulate),
             _pad: [0; 3],
         };
-        let per_invocation = shader
-            .constant("ROWS")
-            .expect("attention shaders declare ROWS");
-        let by_columns = shader == Shader::AttentionBackwardKey;
-        let items = if by_columns { keys } else { rows.len() };
-        let groups = folded_groups(items.div_ceil(per_invocation as usize), heads);
         LaunchPlan {
             shader,
-            constants: self.constants(shader),
+            constants,
             params: bytemuck::bytes_of(&params).to_vec(),
-            groups,
+            groups: folded_groups(invocations, heads),
             binding_bytes: self.binding_bytes(shader, &rows),
         }
     }
@@ -229,7 +317,7 @@ impl AttentionShape {
         let row_scalars = elements("per-row scalars", per_row, 4);
         let inputs = [query, key, key, table, pairs];
         let outputs: &[u64] = match shader {
-            Shader::AttentionForward => &[query, row_scalars],
+            Shader::AttentionForward | Shader::AttentionForwardTiled => &[query, row_scalars],
             Shader::AttentionBackwardQuery => &[
                 query,
                 row_scalars,

@@ -7,6 +7,8 @@
 pub enum Shader {
     /// `attention_forward.wgsl`.
     AttentionForward,
+    /// `attention_forward_tiled.wgsl`: the forward with key tiles in workgroup memory.
+    AttentionForwardTiled,
     /// `attention_backward_query.wgsl`.
     AttentionBackwardQuery,
     /// `attention_backward_key.wgsl`.
@@ -27,8 +29,9 @@ pub enum Shader {
 
 impl Shader {
     /// Every shader, for validation.
-    pub const ALL: [Shader; 9] = [
+    pub const ALL: [Shader; 10] = [
         Shader::AttentionForward,
+        Shader::AttentionForwardTiled,
         Shader::AttentionBackwardQuery,
         Shader::AttentionBackwardKey,
         Shader::SparseMatmul,
@@ -43,6 +46,7 @@ impl Shader {
     pub fn file_name(self) -> &'static str {
         match self {
             Shader::AttentionForward => "attention_forward.wgsl",
+            Shader::AttentionForwardTiled => "attention_forward_tiled.wgsl",
             Shader::AttentionBackwardQuery => "attention_backward_query.wgsl",
             Shader::AttentionBackwardKey => "attention_backward_key.wgsl",
             Shader::SparseMatmul => "sparse_matmul.wgsl",
@@ -58,6 +62,9 @@ impl Shader {
     pub fn source(self) -> &'static str {
         match self {
             Shader::AttentionForward => include_str!("../../../shaders/attention_forward.wgsl"),
+            Shader::AttentionForwardTiled => {
+                include_str!("../../../shaders/attention_forward_tiled.wgsl")
+            }
             Shader::AttentionBackwardQuery => {
                 include_str!("../../../shaders/attention_backward_query.wgsl")
             }
@@ -76,7 +83,7 @@ impl Shader {
     /// Number of storage bindings the shader declares (the Rust side binds exactly these).
     pub fn binding_count(self) -> usize {
         match self {
-            Shader::AttentionForward => 8,
+            Shader::AttentionForward | Shader::AttentionForwardTiled => 8,
             Shader::AttentionBackwardQuery | Shader::AttentionBackwardKey => 11,
             Shader::SparseMatmul => 7,
             Shader::HopsForward => 11,
@@ -90,6 +97,7 @@ impl Shader {
     pub fn params_bytes(self) -> usize {
         match self {
             Shader::AttentionForward
+            | Shader::AttentionForwardTiled
             | Shader::AttentionBackwardQuery
             | Shader::AttentionBackwardKey => size_of::<AttentionParams>(),
             Shader::SparseMatmul => size_of::<SparseParams>(),

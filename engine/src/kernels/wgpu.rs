@@ -1,6 +1,8 @@
 //! The fused attention kernels on the wgpu backend: WGSL from `shaders/`, launched through
 //! cubecl's raw-source path, once per block of query rows of the pair buckets.
 
+use std::ops::Range;
+
 use burn::{backend::wgpu::into_contiguous, cubecl::server::Handle, tensor::ops::FloatTensor};
 
 use super::{
@@ -8,8 +10,9 @@ use super::{
     BiasedAttentionBackend,
     gradients::BackwardBindings,
     launch::{empty, launch},
-    plan::AttentionShape,
+    plan::{AttentionShape, LaunchPlan},
     shaders::Shader,
+    tuning::{self, ForwardKernel},
 };
 use crate::device::WgpuBackend;
 
@@ -55,24 +58,34 @@ fn contiguous(inputs: AttentionInputs<WgpuBackend>) -> AttentionInputs<WgpuBacke
     }
 }
 
-/// Launches `shader` once per block of pair buckets: bindings `before`, the block, `after`, and
-/// the block's parameters. Row-parallel shaders cover the block's rows; the key kernel covers
-/// all S columns and accumulates over the blocks.
+/// Launches once per block of pair buckets: bindings `before`, the block, `after`, and the
+/// plan `plan_of(block index, block rows)` makes.
 fn run_blocks(
     inputs: &AttentionInputs<WgpuBackend>,
-    shape: &AttentionShape,
-    shader: Shader,
     [before, after]: [&[Handle]; 2],
+    plan_of: impl Fn(usize, Range<usize>) -> LaunchPlan,
 ) {
     for (b, block) in inputs.pairs.blocks.iter().enumerate() {
         let block = into_contiguous(block.clone().into_primitive());
         let mut buffers = before.to_vec();
         buffers.push(block.handle.clone());
         buffers.extend_from_slice(after);
-        let accumulate = shader == Shader::AttentionBackwardKey && b > 0;
-        let plan = shape.launch(shader, inputs.pairs.block_range(b), accumulate);
-        launch(&inputs.q, plan, buffers);
+        launch(&inputs.q, plan_of(b, inputs.pairs.block_range(b)), buffers);
     }
+}
+
+/// Launches `shader` over every block: row-parallel shaders cover the block's rows; the key
+/// kernel covers all S columns and accumulates over the blocks.
+fn run_shader(
+    inputs: &AttentionInputs<WgpuBackend>,
+    shape: &AttentionShape,
+    shader: Shader,
+    bindings: [&[Handle]; 2],
+) {
+    run_blocks(inputs, bindings, |b, rows| {
+        let accumulate = shader == Shader::AttentionBackwardKey && b > 0;
+        shape.launch(shader, rows, accumulate)
+    });
 }
 
 impl BiasedAttentionBackend for WgpuBackend {
@@ -89,7 +102,16 @@ impl BiasedAttentionBackend for WgpuBackend {
             inputs.table.handle.clone(),
         ];
         let after = [output.handle.clone(), lse.handle.clone()];
-        run_blocks(&inputs, &shape, Shader::AttentionForward, [&before, &after]);
+        let run = |kernel: ForwardKernel| match kernel {
+            ForwardKernel::Registers => {
+                run_shader(&inputs, &shape, Shader::AttentionForward, [&before, &after]);
+            }
+            ForwardKernel::Tiled(tiling) => run_blocks(&inputs, [&before, &after], |_, rows| {
+                shape.launch_tiled(tiling, rows)
+            }),
+        };
+        let kernel = tuning::choose(&q.device, &shape, &run);
+        run(kernel);
         AttentionSaved { output, lse }
     }
 }
@@ -110,13 +132,13 @@ impl AttentionBackwardBackend for WgpuBackend {
             shape.gradient_dims(),
         );
         let before = &bindings.operands;
-        run_blocks(
+        run_shader(
             &inputs,
             &shape,
             Shader::AttentionBackwardQuery,
             [before, &bindings.query_outputs()],
         );
-        run_blocks(
+        run_shader(
             &inputs,
             &shape,
             Shader::AttentionBackwardKey,

@@ -1,0 +1,208 @@
+// Fused topology-biased attention, forward, shaped for GPUs: a workgroup takes GROUP_ROWS
+// query rows of one head and walks the keys in tiles of TILE, staging each tile's keys, values
+// and pair buckets in workgroup memory once for all its rows. A team of TEAM invocations shares
+// each query row: member t scores keys t, t + TEAM, … of the tile with its own online softmax,
+// and the team merges its partial (max, sum, accumulator) through workgroup memory at the end.
+// Same bindings, parameters and results as attention_forward.wgsl (see there).
+//
+// Dispatch, once per block of pair rows: workgroups (x, y, heads) of 64 invocations with
+// x · y ≥ ceil(row_count / GROUP_ROWS); workgroup wid.x + wid.y · x takes rows
+// GROUP_ROWS · (wid.x + wid.y · x) … of the block, of head wid.z.
+// The host specialises HEAD_DIM, BUCKETS, TEAM (divides 64), ROWS (rows per team), TILE
+// (a multiple of 4 and of TEAM), GROUP_ROWS = 64 / TEAM · ROWS and SHARED_VECS =
+// max(2 · TILE, 64 · ROWS) · HEAD_DIM / 4, within the adapter's workgroup storage.
+
+struct Params {
+    heads: u32,
+    rows: u32,
+    keys: u32,
+    head_dim: u32,
+    buckets: u32,
+    scale: f32,
+    row_start: u32,
+    row_count: u32,
+    accumulate: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+const HEAD_DIM: u32 = 32u;
+const VEC: u32 = HEAD_DIM / 4u;
+const BUCKETS: u32 = 7u;
+const TEAM: u32 = 4u;
+const ROWS: u32 = 2u;
+const TILE: u32 = 64u;
+const GROUP_ROWS: u32 = 32u;
+const SHARED_VECS: u32 = 1024u;
+const WORKGROUP: u32 = 64u;
+const PER_MEMBER: u32 = TILE / TEAM;
+const TILE_WORDS: u32 = TILE / 4u + 1u;
+const SMALL_TABLE: u32 = 16u;
+const NEG: f32 = -1.0e30;
+
+@group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> v: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> table: array<f32>;
+@group(0) @binding(4) var<storage, read_write> pairs: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(7) var<storage, read_write> params: Params;
+
+// Keys (first TILE · VEC) and values (next TILE · VEC) of a tile; at the end, the team's
+// rescaled accumulators.
+var<workgroup> shared_vecs: array<vec4<f32>, SHARED_VECS>;
+// Pair buckets of the tile: TILE_WORDS words per row of the workgroup, from the word that holds
+// the row's first key of the tile.
+var<workgroup> shared_buckets: array<u32, GROUP_ROWS * TILE_WORDS>;
+// Each member's running max and sum per row, for the team's merge.
+var<workgroup> shared_stats: array<vec2<f32>, WORKGROUP * ROWS>;
+
+var<private> bias_row: array<f32, BUCKETS>;
+
+fn bias(table_base: u32, bucket: u32) -> f32 {
+    if (BUCKETS <= SMALL_TABLE) {
+        var value = bias_row[0];
+        for (var b = 1u; b < BUCKETS; b++) {
+            value = select(value, bias_row[b], bucket == b);
+        }
+        return value;
+    }
+    return table[table_base + bucket];
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+    @builtin(num_workgroups) groups: vec3<u32>,
+) {
+    let keys = params.keys;
+    let head = wid.z;
+    let group_first = params.row_start + (wid.x + wid.y * groups.x) * GROUP_ROWS;
+    let last = params.row_start + params.row_count - 1u;
+    let last_word = (params.row_count * keys - 1u) >> 2u;
+    let team = li / TEAM;
+    let member = li % TEAM;
+    let query_base = head * params.rows * VEC;
+    let key_base_of_head = head * keys * VEC;
+    let table_base = head * params.buckets;
+    if (BUCKETS <= SMALL_TABLE) {
+        for (var b = 0u; b < BUCKETS; b++) {
+            bias_row[b] = table[table_base + b];
+        }
+    }
+
+    var qi: array<array<vec4<f32>, VEC>, ROWS>;
+    var acc: array<array<vec4<f32>, VEC>, ROWS>;
+    var m: array<f32, ROWS>;
+    var l: array<f32, ROWS>;
+    for (var r = 0u; r < ROWS; r++) {
+        let row = min(group_first + team * ROWS + r, last);
+        for (var c = 0u; c < VEC; c++) {
+            qi[r][c] = q[query_base + row * VEC + c] * params.scale;
+            acc[r][c] = vec4<f32>(0.0);
+        }
+        m[r] = NEG;
+        l[r] = 0.0;
+    }
+
+    for (var start = 0u; start < keys; start += TILE) {
+        workgroupBarrier();
+        for (var i = li; i < TILE * VEC; i += WORKGROUP) {
+            let key = min(start + i / VEC, keys - 1u);
+            let at = key_base_of_head + key * VEC + i % VEC;
+            shared_vecs[i] = k[at];
+            shared_vecs[TILE * VEC + i] = v[at];
+        }
+        for (var i = li; i < GROUP_ROWS * TILE_WORDS; i += WORKGROUP) {
+            let row = min(group_first + i / TILE_WORDS, last);
+            let first_word = ((row - params.row_start) * keys + start) >> 2u;
+            shared_buckets[i] = pairs[min(first_word + i % TILE_WORDS, last_word)];
+        }
+        workgroupBarrier();
+
+        var s: array<array<f32, PER_MEMBER>, ROWS>;
+        var tile_max: array<f32, ROWS>;
+        for (var r = 0u; r < ROWS; r++) {
+            tile_max[r] = m[r];
+        }
+        for (var t = 0u; t < PER_MEMBER; t++) {
+            let offset = member + t * TEAM;
+            let valid = start + offset < keys;
+            for (var r = 0u; r < ROWS; r++) {
+                let local_row = team * ROWS + r;
+                let row = min(group_first + local_row, last);
+                let byte = (((row - params.row_start) * keys + start) & 3u) + offset;
+                let word = shared_buckets[local_row * TILE_WORDS + (byte >> 2u)];
+                var score = bias(table_base, (word >> ((byte & 3u) * 8u)) & 0xffu);
+                for (var c = 0u; c < VEC; c++) {
+                    score += dot(qi[r][c], shared_vecs[offset * VEC + c]);
+                }
+                s[r][t] = select(NEG, score, valid);
+                tile_max[r] = max(tile_max[r], s[r][t]);
+            }
+        }
+        for (var r = 0u; r < ROWS; r++) {
+            let correction = exp(m[r] - tile_max[r]);
+            l[r] *= correction;
+            for (var c = 0u; c < VEC; c++) {
+                acc[r][c] *= correction;
+            }
+            m[r] = tile_max[r];
+        }
+        for (var t = 0u; t < PER_MEMBER; t++) {
+            let offset = member + t * TEAM;
+            for (var r = 0u; r < ROWS; r++) {
+                let p = exp(s[r][t] - m[r]);
+                l[r] += p;
+                for (var c = 0u; c < VEC; c++) {
+                    acc[r][c] += p * shared_vecs[(TILE + offset) * VEC + c];
+                }
+            }
+        }
+    }
+
+    // The team's merge: every member rescales to the team's max; member t then sums columns
+    // t, t + TEAM, … of the team's accumulators and writes them.
+    workgroupBarrier();
+    for (var r = 0u; r < ROWS; r++) {
+        shared_stats[li * ROWS + r] = vec2<f32>(m[r], l[r]);
+    }
+    workgroupBarrier();
+    let team_first = team * TEAM;
+    for (var r = 0u; r < ROWS; r++) {
+        var team_max = NEG;
+        for (var j = 0u; j < TEAM; j++) {
+            team_max = max(team_max, shared_stats[(team_first + j) * ROWS + r].x);
+        }
+        var team_sum = 0.0;
+        for (var j = 0u; j < TEAM; j++) {
+            let stats = shared_stats[(team_first + j) * ROWS + r];
+            team_sum += stats.y * exp(stats.x - team_max);
+        }
+        let scale = exp(m[r] - team_max) / team_sum;
+        for (var c = 0u; c < VEC; c++) {
+            shared_vecs[(li * ROWS + r) * VEC + c] = acc[r][c] * scale;
+        }
+        m[r] = team_max;
+        l[r] = team_sum;
+    }
+    workgroupBarrier();
+    for (var r = 0u; r < ROWS; r++) {
+        let row = group_first + team * ROWS + r;
+        if (row <= last) {
+            for (var c = member; c < VEC; c += TEAM) {
+                var total = vec4<f32>(0.0);
+                for (var j = 0u; j < TEAM; j++) {
+                    total += shared_vecs[((team_first + j) * ROWS + r) * VEC + c];
+                }
+                out[query_base + row * VEC + c] = total;
+            }
+            if (member == 0u) {
+                lse[head * params.rows + row] = m[r] + log(l[r]);
+            }
+        }
+    }
+}
