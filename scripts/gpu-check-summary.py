@@ -50,10 +50,12 @@ def dense_rows(results, peak_tflops):
             row["ours_tflops"] = 14 * h * s * s * d / seconds / 1e12
             row["ours_fraction_of_fp32_peak"] = row["ours_tflops"] / peak_tflops
             row["ours_min_bytes_gbps"] = (3 * s * s + 8 * h * s * d * 4) / seconds / 1e9
-            variants = {v["kernel"]: v["forward_ms"] for v in ours.get("forward_variants", [])}
+            variants = {
+                v["kernel"]: v["forward_backward_ms"] for v in ours.get("kernel_variants", [])
+            }
             if "registers" in variants and len(variants) > 1:
                 best = min((k for k in variants if k != "registers"), key=variants.get)
-                row["forward_registers_over_best_tiled"] = variants["registers"] / variants[best]
+                row["registers_over_best_tiled"] = variants["registers"] / variants[best]
                 row["best_tiled"] = best
             theirs = row["peer"] or {}
             if theirs.get("seconds"):
@@ -111,7 +113,7 @@ def main():
     print(json.dumps(summary))
 
     log = sys.stderr
-    print("dense S | ours s | TFLOP/s | of FP32 peak | min-bytes GB/s | peer s | peer/ours | peer peak MiB | ours peak MiB | forward kernel | registers/best tiled", file=log)
+    print("dense S | ours s | TFLOP/s | of FP32 peak | min-bytes GB/s | peer s | peer/ours | peer peak MiB | ours peak MiB | kernels (fwd, bwd) | registers/best tiled", file=log)
     for row in summary["dense"]:
         ours, peer = row["ours"] or {}, row["peer"] or {}
         cell = lambda x, f: "-" if x is None else f.format(x)
@@ -125,8 +127,8 @@ def main():
             cell(row.get("peer_over_ours"), "{:.2f}x"),
             cell(peer.get("peak_bytes") and peer["peak_bytes"] / 2**20, "{:.0f}"),
             cell(ours.get("fused_peak_bytes") and ours["fused_peak_bytes"] / 2**20, "{:.0f}"),
-            str(ours.get("forward_kernel")),
-            cell(row.get("forward_registers_over_best_tiled"), "{:.2f}x") + f" ({row.get('best_tiled')})",
+            ", ".join(ours.get("chosen_kernels", [])),
+            cell(row.get("registers_over_best_tiled"), "{:.2f}x") + f" ({row.get('best_tiled')})",
         ]), file=log)
     hops = summary["hops"]
     print(f"hops: ours {json.dumps(hops['ours'])[:300]}", file=log)

@@ -261,33 +261,36 @@ fn attention_plans(shape: AttentionShape, block_rows: usize) -> Vec<LaunchPlan> 
         .step_by(block_rows)
         .map(|start| start..(start + block_rows).min(shape.rows))
         .collect();
-    let mut plans = Vec::new();
-    for shader in [
-        Shader::AttentionForward,
-        Shader::AttentionBackwardQuery,
-        Shader::AttentionBackwardKey,
-    ] {
-        for (b, rows) in blocks.iter().enumerate() {
-            let accumulate = shader == Shader::AttentionBackwardKey && b > 0;
-            plans.push(shape.launch(shader, rows.clone(), accumulate));
-        }
-    }
-    // The tiled forward at a tiling with one row per invocation and at one with teams of
-    // eight over two rows each (its bucket tiles read past a row's end, clamped to the block).
-    for tiling in [
-        Tiling {
+    // The register-blocked kernels, and the tiled ones at a tiling with one row per invocation
+    // and at one with teams of eight over two rows each (their bucket tiles read past a row's
+    // end, clamped to the block).
+    let tilings = [
+        None,
+        Some(Tiling {
             team: 1,
             rows: 1,
             tile: 32,
-        },
-        Tiling {
+        }),
+        Some(Tiling {
             team: 8,
             rows: 2,
             tile: 64,
-        },
-    ] {
-        for rows in &blocks {
-            plans.push(shape.launch_tiled(tiling, rows.clone()));
+        }),
+    ];
+    let mut plans = Vec::new();
+    for tiling in tilings {
+        for shader in [
+            Shader::AttentionForward,
+            Shader::AttentionBackwardQuery,
+            Shader::AttentionBackwardKey,
+        ] {
+            for (b, rows) in blocks.iter().enumerate() {
+                let accumulate = shader == Shader::AttentionBackwardKey && b > 0;
+                plans.push(match tiling {
+                    None => shape.launch(shader, rows.clone(), accumulate),
+                    Some(t) => shape.launch_tiled(shader, t, rows.clone(), accumulate),
+                });
+            }
         }
     }
     plans

@@ -8,10 +8,12 @@ use megagraph_engine::{
     burn::backend::wgpu::{WgpuDevice, WgpuRuntime},
     burn::cubecl::Runtime,
     burn::tensor::{Tensor, TensorData},
-    device::{CpuAutodiff, MemoryProbe, WgpuAutodiff, open_wgpu},
+    device::{CpuAutodiff, MemoryProbe, WgpuAutodiff, adapter_identity, open_wgpu},
     kernels::{
-        MAX_BLOCK_BYTES, PairBuckets, biased_attention, reference,
-        tuning::{self, ForwardKernel, pin_forward_kernel},
+        MAX_BLOCK_BYTES, PairBuckets, biased_attention,
+        plan::AttentionShape,
+        reference,
+        tuning::{self, AttentionKernel, Pass, Selection, select_kernels},
     },
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
@@ -96,12 +98,12 @@ fn run<
 }
 
 /// Checks `case` on `device` against the CPU reference, once with each of `kernels` pinned as
-/// the device's forward kernel (`None`: the device's own choice).
+/// the device's attention kernels (`None`: as the device's selection says).
 fn check_case(
     case: &Case,
     seed: u64,
     device: &WgpuDevice,
-    kernels: &[Option<ForwardKernel>],
+    kernels: &[Option<AttentionKernel>],
 ) -> TestResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let [h, r, s, d, nb] = case.dims();
@@ -126,10 +128,12 @@ fn check_case(
     let oracle = run::<CpuAutodiff>(case, &host, &buckets, false, &Default::default());
     for kernel in kernels {
         if let Some(kernel) = kernel {
-            pin_forward_kernel(device, Some(*kernel));
+            select_kernels(device, Selection::Pinned(*kernel));
         }
         let fused = run::<WgpuAutodiff>(case, &host, &buckets, true, device);
-        pin_forward_kernel(device, None);
+        if kernel.is_some() {
+            select_kernels(device, Selection::Automatic);
+        }
         compare(case, &fused, &oracle, *kernel)?;
     }
     Ok(())
@@ -140,7 +144,7 @@ fn compare(
     case: &Case,
     fused: &Results,
     oracle: &Results,
-    kernel: Option<ForwardKernel>,
+    kernel: Option<AttentionKernel>,
 ) -> TestResult {
     let [h, _, s, d, nb] = case.dims();
     for (name, (f, r)) in ["output", "dQ", "dK", "dV", "dTable"]
@@ -161,7 +165,7 @@ fn compare(
         };
         assert!(
             err <= bound,
-            "heads {h} rows {rows} keys {s} head_dim {d} buckets {nb} all_far {} block_bytes {} forward {kernel:?}: {name} differs by {err:e} (scale {scale:e})",
+            "heads {h} rows {rows} keys {s} head_dim {d} buckets {nb} all_far {} block_bytes {} kernels {kernel:?}: {name} differs by {err:e} (scale {scale:e})",
             case.all_far,
             case.block_bytes,
             rows = case.rows
@@ -288,8 +292,8 @@ fn fused_attention_matches_the_reference() -> TestResult {
 }
 
 #[test]
-fn every_forward_kernel_matches_the_reference() -> TestResult {
-    if wgpu_device("every_forward_kernel_matches_the_reference")?.is_none() {
+fn every_kernel_shape_matches_the_reference() -> TestResult {
+    if wgpu_device("every_kernel_shape_matches_the_reference")?.is_none() {
         return Ok(());
     }
     // A device of its own: the kernels are pinned per device.
@@ -385,5 +389,48 @@ fn fused_attention_keeps_no_square_buffer() -> TestResult {
     let out_ref: Vec<f32> = out_ref.inner().into_data().to_vec()?;
     assert_close("output rows", &per_head(&out_host, rows), &out_ref, true)?;
     assert_close("dQ rows", &per_head(&d_q, rows), &d_q_ref, true)?;
+    Ok(())
+}
+
+#[test]
+fn the_tuner_keeps_the_fastest_candidate_per_adapter_and_shape() -> TestResult {
+    if wgpu_device("the_tuner_keeps_the_fastest_candidate_per_adapter_and_shape")?.is_none() {
+        return Ok(());
+    }
+    // A device of its own, made to tune whatever its adapter and size.
+    let device = open_wgpu(None)?;
+    select_kernels(&device, Selection::Tuned);
+    let case = &cases()[2];
+    check_case(case, 21, &device, &[None])?;
+
+    let limit = WgpuRuntime::client(&device)
+        .properties()
+        .hardware
+        .max_shared_memory_size as u64;
+    let candidates = tuning::candidates(case.head_dim, limit);
+    let shape = AttentionShape {
+        heads: case.heads,
+        rows: case.rows,
+        keys: case.keys,
+        head_dim: case.head_dim,
+        buckets: case.buckets,
+        max_bucket: (case.buckets - 1) as u8,
+    };
+    let saved: std::collections::HashMap<String, AttentionKernel> =
+        serde_json::from_str(&std::fs::read_to_string(tuning::cache_file())?)?;
+    for pass in [Pass::Forward, Pass::Backward] {
+        let chosen = tuning::last_kernel(&device, pass).ok_or("the pass ran no kernel")?;
+        assert!(
+            candidates.contains(&chosen),
+            "{pass:?}: {chosen} is no candidate"
+        );
+        let key = tuning::choice_key(&adapter_identity(&device).key, pass, &shape);
+        assert_eq!(
+            saved.get(&key),
+            Some(&chosen),
+            "{pass:?}: the cache file at {} holds the choice under {key}",
+            tuning::cache_file().display()
+        );
+    }
     Ok(())
 }

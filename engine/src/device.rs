@@ -210,30 +210,46 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
         memory_config,
         ..RuntimeOptions::default()
     };
-    let identity = format!(
-        "{} | {} {} | {:?}",
-        info.name, info.driver, info.driver_info, info.backend
-    );
+    let identity = AdapterIdentity {
+        key: format!(
+            "{} | {} {} | {:?}",
+            info.name, info.driver, info.driver_info, info.backend
+        ),
+        software: info.device_type == wgpu::DeviceType::Cpu,
+    };
     let device = init_device(setup, options);
     identities().insert(device.clone(), identity);
     Ok(device)
 }
 
+/// Which adapter a device runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterIdentity {
+    /// "adapter name | driver | API": what per-adapter choices are keyed by.
+    pub key: String,
+    /// Whether the adapter is a CPU implementation (lavapipe, WARP, SwiftShader).
+    pub software: bool,
+}
+
 /// The adapter, driver and API of each device [`open_wgpu`] opened.
-fn identities() -> std::sync::MutexGuard<'static, std::collections::HashMap<WgpuDevice, String>> {
+fn identities()
+-> std::sync::MutexGuard<'static, std::collections::HashMap<WgpuDevice, AdapterIdentity>> {
     static IDENTITIES: std::sync::LazyLock<
-        std::sync::Mutex<std::collections::HashMap<WgpuDevice, String>>,
+        std::sync::Mutex<std::collections::HashMap<WgpuDevice, AdapterIdentity>>,
     > = std::sync::LazyLock::new(Default::default);
     IDENTITIES.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// "adapter name | driver | API" of a device [`open_wgpu`] opened ("unknown adapter" for one
-/// opened otherwise): what per-adapter choices are keyed by.
-pub fn adapter_identity(device: &WgpuDevice) -> String {
+/// The adapter of a device [`open_wgpu`] opened (an unknown, non-software one for a device
+/// opened otherwise).
+pub fn adapter_identity(device: &WgpuDevice) -> AdapterIdentity {
     identities()
         .get(device)
         .cloned()
-        .unwrap_or_else(|| "unknown adapter".to_string())
+        .unwrap_or_else(|| AdapterIdentity {
+            key: "unknown adapter".to_string(),
+            software: false,
+        })
 }
 
 /// Opens `count` logical devices on adapter `index` (the first when `None`): separate wgpu

@@ -207,9 +207,15 @@ fn attention(args: &AttentionArgs) -> anyhow::Result<()> {
         r.matmul_peak_gflops,
         r.host_matmul_gflops
     );
-    println!("forward kernel chosen: {}", r.forward_kernel);
-    for v in &r.forward_variants {
-        println!("  forward {:<16} {:>10.2} ms", v.kernel, v.forward_ms);
+    println!(
+        "kernels chosen: forward {}, backward {}",
+        r.chosen_kernels[0], r.chosen_kernels[1]
+    );
+    for v in &r.kernel_variants {
+        println!(
+            "  {:<16} forward {:>10.2} ms, forward + backward {:>10.2} ms",
+            v.kernel, v.forward_ms, v.forward_backward_ms
+        );
     }
     match (r.reference_ms, r.reference_peak_bytes, r.reference_mode) {
         (Some(ms), Some(bytes), Some(mode)) => println!(

@@ -23,7 +23,12 @@ use serde::Serialize;
 use crate::{
     EngineError,
     device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
-    kernels::{PairBuckets, biased_attention, plan::MAX_FUSED_HEAD_DIM, reference, tuning},
+    kernels::{
+        PairBuckets, biased_attention,
+        plan::MAX_FUSED_HEAD_DIM,
+        reference,
+        tuning::{self, Pass, Selection},
+    },
     timing::{best_seconds, best_seconds_within},
 };
 
@@ -92,20 +97,23 @@ pub struct AttentionBenchReport {
     pub matmul_peak_gflops: f64,
     /// burn's ndarray matmul on the host CPU (best of 512³, 1024³), GFLOP/s, for comparison.
     pub host_matmul_gflops: f64,
-    /// The forward kernel the fused run chose on this adapter (`registers` or
-    /// `tiled:TEAM:ROWS:TILE`).
-    pub forward_kernel: String,
-    /// Every forward kernel that fits the adapter, timed side by side (forward only).
-    pub forward_variants: Vec<ForwardVariantTiming>,
+    /// The kernels the fused run chose on this adapter for the forward and the backward
+    /// (`registers` or `tiled:TEAM:ROWS:TILE`).
+    pub chosen_kernels: [String; 2],
+    /// Every kernel shape that fits the adapter, timed side by side with both passes pinned to
+    /// it.
+    pub kernel_variants: Vec<KernelVariantTiming>,
 }
 
-/// One forward kernel's time in the benchmark.
+/// One kernel shape's times in the benchmark.
 #[derive(Debug, Clone, Serialize)]
-pub struct ForwardVariantTiming {
+pub struct KernelVariantTiming {
     /// `registers` or `tiled:TEAM:ROWS:TILE`.
     pub kernel: String,
     /// Forward only, best of up to 3 after a warm-up, milliseconds.
     pub forward_ms: f64,
+    /// Forward + backward, best of up to 3 after a warm-up, milliseconds.
+    pub forward_backward_ms: f64,
 }
 
 /// The best GFLOP/s of square f32 matmuls of side 512 and 1024 on `device`.
@@ -218,18 +226,29 @@ fn run(shape: AttentionBench, chunks: &[Chunk], fused: bool, device: &WgpuDevice
     (seconds, peak)
 }
 
-/// Times the forward alone over all S keys with each forward kernel that fits `device`,
-/// pinned in turn (the device's own choice afterwards).
-fn time_forward_variants(shape: AttentionBench, device: &WgpuDevice) -> Vec<ForwardVariantTiming> {
+/// Times each kernel shape that fits `device`, pinned in turn for both passes (the device's own
+/// choice afterwards): the forward alone, then forward + backward over all S keys.
+fn time_kernel_variants(shape: AttentionBench, device: &WgpuDevice) -> Vec<KernelVariantTiming> {
     let (s, h, d) = (shape.nodes, shape.heads, shape.head_dim);
-    let random =
-        || Tensor::<WgpuAutodiff, 3>::random([h, s, d], Distribution::Uniform(-1.0, 1.0), device);
+    let random = || {
+        Tensor::<WgpuAutodiff, 3>::random([h, s, d], Distribution::Uniform(-1.0, 1.0), device)
+            .require_grad()
+    };
     let (q, k, v) = (random(), random(), random());
-    let table = Tensor::<WgpuAutodiff, 2>::zeros([h, BUCKETS], device);
+    let table = Tensor::<WgpuAutodiff, 2>::zeros([h, BUCKETS], device).require_grad();
     let buckets: Vec<u8> = (0..s)
         .flat_map(|i| (0..s).map(move |j| bucket(s, i, j)))
         .collect();
     let pairs = PairBuckets::<WgpuAutodiff>::new(&buckets, s, device);
+    let forward = || {
+        biased_attention(
+            q.clone(),
+            k.clone(),
+            v.clone(),
+            table.clone(),
+            pairs.clone(),
+        )
+    };
     let limit = WgpuRuntime::client(device)
         .properties()
         .hardware
@@ -237,24 +256,22 @@ fn time_forward_variants(shape: AttentionBench, device: &WgpuDevice) -> Vec<Forw
     let timings = tuning::candidates(d, limit)
         .into_iter()
         .map(|kernel| {
-            tuning::pin_forward_kernel(device, Some(kernel));
-            let seconds = best_seconds_within(BUDGET_SECONDS / 4.0, || {
-                let out = biased_attention(
-                    q.clone(),
-                    k.clone(),
-                    v.clone(),
-                    table.clone(),
-                    pairs.clone(),
-                );
-                let _ = out.slice([0..1, 0..1, 0..1]).into_data();
+            tuning::select_kernels(device, Selection::Pinned(kernel));
+            let forward_seconds = best_seconds_within(BUDGET_SECONDS / 8.0, || {
+                let _ = forward().slice([0..1, 0..1, 0..1]).inner().into_data();
             });
-            ForwardVariantTiming {
+            let both_seconds = best_seconds_within(BUDGET_SECONDS / 8.0, || {
+                let grads = forward().slice([0..h, 0..s, 0..1]).sum().backward();
+                let _ = table.grad(&grads).map(|g| g.into_data());
+            });
+            KernelVariantTiming {
                 kernel: kernel.to_string(),
-                forward_ms: seconds * 1e3,
+                forward_ms: forward_seconds * 1e3,
+                forward_backward_ms: both_seconds * 1e3,
             }
         })
         .collect();
-    tuning::pin_forward_kernel(device, None);
+    tuning::select_kernels(device, Selection::Automatic);
     timings
 }
 
@@ -287,9 +304,11 @@ pub fn bench_attention(
     }];
     let fused_device = open_wgpu(Some(index))?;
     let (fused_seconds, fused_peak_bytes) = run(shape, &whole, true, &fused_device);
-    let forward_kernel = tuning::last_forward_kernel(&fused_device)
-        .map_or_else(|| "none".to_string(), |kernel| kernel.to_string());
-    let forward_variants = time_forward_variants(shape, &fused_device);
+    let chosen_kernels = [Pass::Forward, Pass::Backward].map(|pass| {
+        tuning::last_kernel(&fused_device, pass)
+            .map_or_else(|| "none".to_string(), |kernel| kernel.to_string())
+    });
+    let kernel_variants = time_kernel_variants(shape, &fused_device);
     let plan = reference_chunks(shape, limit).filter(|_| shape.with_reference);
     let reference = match &plan {
         Some((_, chunks)) => {
@@ -315,8 +334,8 @@ pub fn bench_attention(
         reference_gflops: reference.map(|(seconds, _)| flops / seconds / 1e9),
         matmul_peak_gflops: matmul_gflops::<WgpuBackend>(&fused_device),
         host_matmul_gflops: matmul_gflops::<CpuBackend>(&Default::default()),
-        forward_kernel,
-        forward_variants,
+        chosen_kernels,
+        kernel_variants,
     })
 }
 

@@ -131,35 +131,55 @@ pub struct Tiling {
 }
 
 impl Tiling {
-    /// Query rows per workgroup.
+    /// Whether the kernels can take this tiling: a positive team dividing [`WORKGROUP`], at
+    /// least one row, and a positive tile that is a multiple of 4 and of the team.
+    pub fn is_valid(&self) -> bool {
+        self.team > 0
+            && WORKGROUP.is_multiple_of(self.team)
+            && self.rows > 0
+            && self.tile > 0
+            && self.tile.is_multiple_of(4)
+            && self.tile.is_multiple_of(self.team)
+    }
+
+    /// Query rows (key columns in the key kernel) per workgroup.
     pub fn group_rows(&self) -> u32 {
         WORKGROUP / self.team * self.rows
     }
 
-    /// vec4s of the shared key/value tile, reused for the team's merge.
+    /// vec4s of the shared tile of two operands, reused for the team's sums.
     fn shared_vecs(&self, head_dim: usize) -> u32 {
         (2 * self.tile).max(WORKGROUP * self.rows) * head_dim as u32 / 4
     }
 
-    /// Workgroup memory the kernel declares at `head_dim`, bytes.
+    /// Workgroup memory the largest of the three tiled kernels declares at `head_dim`, bytes:
+    /// the shared vectors, the pair-bucket words (per row of the workgroup in the row kernels,
+    /// per row of the tile in the key kernel) and the per-row scalars.
     pub fn workgroup_bytes(&self, head_dim: usize) -> u64 {
         let vecs = u64::from(self.shared_vecs(head_dim)) * 16;
-        let buckets = u64::from(self.group_rows() * (self.tile / 4 + 1)) * 4;
-        let stats = u64::from(WORKGROUP * self.rows) * 8;
-        vecs + buckets + stats
+        let row_kernels = u64::from(self.group_rows() * (self.tile / 4 + 1)) * 4
+            + u64::from(WORKGROUP * self.rows) * 8;
+        let key_kernel =
+            u64::from(self.tile * (self.group_rows() / 4 + 1)) * 4 + u64::from(self.tile) * 8;
+        vecs + row_kernels.max(key_kernel)
     }
 
-    /// The kernel's specialised constants at `head_dim` (besides `HEAD_DIM` and `BUCKETS`).
-    pub fn constants(&self, head_dim: usize) -> Vec<(&'static str, u32)> {
+    /// The constants of tiled `shader` at `head_dim` (besides `HEAD_DIM` and `BUCKETS`).
+    pub fn constants(&self, shader: Shader, head_dim: usize) -> Vec<(&'static str, u32)> {
         assert!(
-            WORKGROUP % self.team == 0 && self.tile % 4 == 0 && self.tile % self.team == 0,
+            self.is_valid(),
             "{self:?}: team must divide {WORKGROUP}, tile must be a multiple of 4 and of team"
         );
+        let group = if shader == Shader::AttentionBackwardKeyTiled {
+            "GROUP_COLS"
+        } else {
+            "GROUP_ROWS"
+        };
         vec![
             ("TEAM", self.team),
             ("ROWS", self.rows),
             ("TILE", self.tile),
-            ("GROUP_ROWS", self.group_rows()),
+            (group, self.group_rows()),
             ("SHARED_VECS", self.shared_vecs(head_dim)),
         ]
     }
@@ -230,14 +250,24 @@ impl AttentionShape {
         self.plan(shader, rows, accumulate, constants, invocations)
     }
 
-    /// The launch of the tiled forward kernel over query rows `rows`, shaped by `tiling`.
-    pub fn launch_tiled(&self, tiling: Tiling, rows: Range<usize>) -> LaunchPlan {
-        let shader = Shader::AttentionForwardTiled;
-        let group_rows = tiling.group_rows() as usize;
-        let invocations = rows.len().div_ceil(group_rows) * WORKGROUP as usize;
-        let mut constants = self.constants(shader);
-        constants.extend(tiling.constants(self.head_dim));
-        self.plan(shader, rows, false, constants, invocations)
+    /// The launch of the tiled variant of `shader` (an attention shader) over query rows `rows`,
+    /// shaped by `tiling`; `accumulate` as in [`AttentionShape::launch`].
+    pub fn launch_tiled(
+        &self,
+        shader: Shader,
+        tiling: Tiling,
+        rows: Range<usize>,
+        accumulate: bool,
+    ) -> LaunchPlan {
+        let tiled = shader
+            .tiled()
+            .unwrap_or_else(|| panic!("{} has no tiled variant", shader.file_name()));
+        let by_columns = shader == Shader::AttentionBackwardKey;
+        let items = if by_columns { self.keys } else { rows.len() };
+        let invocations = items.div_ceil(tiling.group_rows() as usize) * WORKGROUP as usize;
+        let mut constants = self.constants(tiled);
+        constants.extend(tiling.constants(tiled, self.head_dim));
+        self.plan(tiled, rows, accumulate, constants, invocations)
     }
 
     /// The plan of `shader` with `constants`, over `invocations` invocations per head.
@@ -316,8 +346,8 @@ impl AttentionShape {
         let pairs = pair_bytes.div_ceil(4) * 4;
         let row_scalars = elements("per-row scalars", per_row, 4);
         let inputs = [query, key, key, table, pairs];
-        let outputs: &[u64] = match shader {
-            Shader::AttentionForward | Shader::AttentionForwardTiled => &[query, row_scalars],
+        let outputs: &[u64] = match shader.untiled() {
+            Shader::AttentionForward => &[query, row_scalars],
             Shader::AttentionBackwardQuery => &[
                 query,
                 row_scalars,
@@ -620,6 +650,33 @@ mod tests {
         x.max(y).max(z) <= MAX_GROUPS_PER_DIMENSION
             && (x as usize) * (y as usize) * WORKGROUP as usize >= invocations
             && z as usize == layers
+    }
+
+    #[test]
+    fn tiled_launches_take_a_workgroup_per_block_of_rows_or_columns() {
+        let shape = AttentionShape {
+            heads: 3,
+            rows: 100,
+            keys: 300,
+            head_dim: 16,
+            buckets: 7,
+            max_bucket: 6,
+        };
+        let tiling = Tiling {
+            team: 4,
+            rows: 2,
+            tile: 64,
+        };
+        assert_eq!(tiling.group_rows(), 32);
+        let groups = |shader| shape.launch_tiled(shader, tiling, 0..100, false).groups;
+        // ceil(100 / 32) = 4 workgroups of rows; ceil(300 / 32) = 10 of key columns.
+        assert_eq!(groups(Shader::AttentionForward), [2, 2, 3]);
+        assert_eq!(groups(Shader::AttentionBackwardQuery), [2, 2, 3]);
+        assert_eq!(groups(Shader::AttentionBackwardKey), [4, 3, 3]);
+        let plan = shape.launch_tiled(Shader::AttentionBackwardKey, tiling, 0..100, false);
+        assert_eq!(plan.shader, Shader::AttentionBackwardKeyTiled);
+        assert!(plan.constants.contains(&("GROUP_COLS", 32)));
+        assert!(plan.constants.contains(&("SHARED_VECS", 128 * 4)));
     }
 
     #[test]

@@ -13,6 +13,12 @@ pub enum Shader {
     AttentionBackwardQuery,
     /// `attention_backward_key.wgsl`.
     AttentionBackwardKey,
+    /// `attention_backward_query_tiled.wgsl`: the query backward with key tiles in workgroup
+    /// memory.
+    AttentionBackwardQueryTiled,
+    /// `attention_backward_key_tiled.wgsl`: the key backward with query tiles in workgroup
+    /// memory.
+    AttentionBackwardKeyTiled,
     /// `sparse_matmul.wgsl`.
     SparseMatmul,
     /// `hops_forward.wgsl`.
@@ -29,11 +35,13 @@ pub enum Shader {
 
 impl Shader {
     /// Every shader, for validation.
-    pub const ALL: [Shader; 10] = [
+    pub const ALL: [Shader; 12] = [
         Shader::AttentionForward,
         Shader::AttentionForwardTiled,
         Shader::AttentionBackwardQuery,
         Shader::AttentionBackwardKey,
+        Shader::AttentionBackwardQueryTiled,
+        Shader::AttentionBackwardKeyTiled,
         Shader::SparseMatmul,
         Shader::HopsForward,
         Shader::HopsBackwardQuery,
@@ -49,6 +57,8 @@ impl Shader {
             Shader::AttentionForwardTiled => "attention_forward_tiled.wgsl",
             Shader::AttentionBackwardQuery => "attention_backward_query.wgsl",
             Shader::AttentionBackwardKey => "attention_backward_key.wgsl",
+            Shader::AttentionBackwardQueryTiled => "attention_backward_query_tiled.wgsl",
+            Shader::AttentionBackwardKeyTiled => "attention_backward_key_tiled.wgsl",
             Shader::SparseMatmul => "sparse_matmul.wgsl",
             Shader::HopsForward => "hops_forward.wgsl",
             Shader::HopsBackwardQuery => "hops_backward_query.wgsl",
@@ -71,6 +81,12 @@ impl Shader {
             Shader::AttentionBackwardKey => {
                 include_str!("../../../shaders/attention_backward_key.wgsl")
             }
+            Shader::AttentionBackwardQueryTiled => {
+                include_str!("../../../shaders/attention_backward_query_tiled.wgsl")
+            }
+            Shader::AttentionBackwardKeyTiled => {
+                include_str!("../../../shaders/attention_backward_key_tiled.wgsl")
+            }
             Shader::SparseMatmul => include_str!("../../../shaders/sparse_matmul.wgsl"),
             Shader::HopsForward => include_str!("../../../shaders/hops_forward.wgsl"),
             Shader::HopsBackwardQuery => include_str!("../../../shaders/hops_backward_query.wgsl"),
@@ -84,7 +100,10 @@ impl Shader {
     pub fn binding_count(self) -> usize {
         match self {
             Shader::AttentionForward | Shader::AttentionForwardTiled => 8,
-            Shader::AttentionBackwardQuery | Shader::AttentionBackwardKey => 11,
+            Shader::AttentionBackwardQuery
+            | Shader::AttentionBackwardKey
+            | Shader::AttentionBackwardQueryTiled
+            | Shader::AttentionBackwardKeyTiled => 11,
             Shader::SparseMatmul => 7,
             Shader::HopsForward => 11,
             Shader::HopsBackwardQuery | Shader::HopsBackwardKey => 14,
@@ -99,13 +118,36 @@ impl Shader {
             Shader::AttentionForward
             | Shader::AttentionForwardTiled
             | Shader::AttentionBackwardQuery
-            | Shader::AttentionBackwardKey => size_of::<AttentionParams>(),
+            | Shader::AttentionBackwardKey
+            | Shader::AttentionBackwardQueryTiled
+            | Shader::AttentionBackwardKeyTiled => size_of::<AttentionParams>(),
             Shader::SparseMatmul => size_of::<SparseParams>(),
             Shader::HopsForward | Shader::HopsBackwardQuery | Shader::HopsBackwardKey => {
                 size_of::<HopsParams>()
             }
             Shader::ColumnSums => size_of::<ColumnSumParams>(),
             Shader::Dropout => size_of::<DropoutParams>(),
+        }
+    }
+
+    /// The register-blocked shader a tiled one computes the same results as (itself for the
+    /// others).
+    pub fn untiled(self) -> Shader {
+        match self {
+            Shader::AttentionForwardTiled => Shader::AttentionForward,
+            Shader::AttentionBackwardQueryTiled => Shader::AttentionBackwardQuery,
+            Shader::AttentionBackwardKeyTiled => Shader::AttentionBackwardKey,
+            other => other,
+        }
+    }
+
+    /// The tiled variant of a register-blocked attention shader, if it has one.
+    pub fn tiled(self) -> Option<Shader> {
+        match self {
+            Shader::AttentionForward => Some(Shader::AttentionForwardTiled),
+            Shader::AttentionBackwardQuery => Some(Shader::AttentionBackwardQueryTiled),
+            Shader::AttentionBackwardKey => Some(Shader::AttentionBackwardKeyTiled),
+            _ => None,
         }
     }
 

@@ -1,15 +1,18 @@
-//! Which dense forward kernel runs on a device: the register-blocked one
-//! (`attention_forward.wgsl`, shaped for CPUs: four query rows per invocation, keys read from
-//! device memory) or the tiled one (`attention_forward_tiled.wgsl`, shaped for GPUs) at one of
-//! its [`Tiling`]s.
+//! Which dense attention kernels run on a device, for the forward and for the backward pass:
+//! the register-blocked ones (`attention_forward.wgsl`, `attention_backward_*.wgsl`, shaped
+//! for CPUs: four rows per invocation, the other operand read from device memory) or the tiled
+//! ones (`*_tiled.wgsl`, shaped for GPUs) at one of their [`Tiling`]s.
 //!
-//! At first use on an adapter, per shape class, every candidate that fits the adapter's
-//! workgroup memory is timed on the call's own inputs and the fastest is kept: in memory, and in
-//! `megagraph/attention-forward.json` under cubecl's autotune cache directory, keyed by adapter,
-//! driver and shape class, as cubecl keys its own autotune results. Calls below
-//! [`TUNE_FROM_SCORES`] scores run the register-blocked kernel untimed. A device can be pinned to
-//! one kernel ([`pin_forward_kernel`]): the benchmark times each variant that way, and the tests
-//! check each one against the reference.
+//! At first use on an adapter, per pass and shape class, every candidate that fits the
+//! adapter's workgroup memory is timed on the call's own inputs and the fastest is kept: in
+//! memory, and in `megagraph/attention-kernels.json` under cubecl's autotune cache directory,
+//! keyed by adapter, driver, pass and shape class, as cubecl keys its own autotune results.
+//! Calls below [`TUNE_FROM_SCORES`] scores, and calls on software adapters (lavapipe, where
+//! every tiled shape measured 2.2 to 4 times slower than the register-blocked kernels at
+//! S = 4096), run the register-blocked kernels untimed. A device can be pinned to one kernel
+//! for both passes, or made to tune every call's shape class whatever its adapter and size
+//! ([`select_kernels`]): the benchmark times each variant that way, and the tests check each
+//! one against the reference and the tuner on lavapipe.
 
 use std::{
     collections::HashMap,
@@ -32,47 +35,50 @@ use crate::device::adapter_identity;
 /// Scores (heads · rows · keys) from which a call's forward kernel is chosen by timing.
 pub const TUNE_FROM_SCORES: usize = 1 << 22;
 
-/// One dense forward kernel.
+/// The pass a kernel choice is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pass {
+    /// `attention_forward*.wgsl`.
+    Forward,
+    /// `attention_backward_query*.wgsl` and `attention_backward_key*.wgsl` together.
+    Backward,
+}
+
+/// One shape of the dense attention kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ForwardKernel {
-    /// `attention_forward.wgsl`: four query rows per invocation, keys from device memory.
+pub enum AttentionKernel {
+    /// The register-blocked kernels: four rows per invocation, the other operand from device
+    /// memory.
     Registers,
-    /// `attention_forward_tiled.wgsl` at this tiling.
+    /// The `*_tiled.wgsl` kernels at this tiling.
     Tiled(Tiling),
 }
 
-impl fmt::Display for ForwardKernel {
+impl fmt::Display for AttentionKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ForwardKernel::Registers => write!(f, "registers"),
-            ForwardKernel::Tiled(t) => write!(f, "tiled:{}:{}:{}", t.team, t.rows, t.tile),
+            AttentionKernel::Registers => write!(f, "registers"),
+            AttentionKernel::Tiled(t) => write!(f, "tiled:{}:{}:{}", t.team, t.rows, t.tile),
         }
     }
 }
 
-impl std::str::FromStr for ForwardKernel {
+impl std::str::FromStr for AttentionKernel {
     type Err = String;
 
     /// `registers` or `tiled:TEAM:ROWS:TILE`.
     fn from_str(text: &str) -> Result<Self, String> {
         if text == "registers" {
-            return Ok(ForwardKernel::Registers);
+            return Ok(AttentionKernel::Registers);
         }
         let numbers: Option<Vec<u32>> = text
             .strip_prefix("tiled:")
             .map(|rest| rest.split(':').map(|n| n.parse().ok()).collect())
             .and_then(|n: Option<Vec<u32>>| n);
         match numbers.as_deref() {
-            Some(&[team, rows, tile])
-                if team > 0
-                    && super::plan::WORKGROUP.is_multiple_of(team)
-                    && rows > 0
-                    && tile.is_multiple_of(4)
-                    && tile.is_multiple_of(team)
-                    && tile > 0 =>
-            {
-                Ok(ForwardKernel::Tiled(Tiling { team, rows, tile }))
+            Some(&[team, rows, tile]) if (Tiling { team, rows, tile }).is_valid() => {
+                Ok(AttentionKernel::Tiled(Tiling { team, rows, tile }))
             }
             _ => Err(format!(
                 "{text:?}: expected registers or tiled:TEAM:ROWS:TILE (TEAM dividing 64, TILE a multiple of 4 and of TEAM)"
@@ -82,23 +88,35 @@ impl std::str::FromStr for ForwardKernel {
 }
 
 /// The candidates at `head_dim` on an adapter with `workgroup_limit` bytes of workgroup memory.
-pub fn candidates(head_dim: usize, workgroup_limit: u64) -> Vec<ForwardKernel> {
-    std::iter::once(ForwardKernel::Registers)
+pub fn candidates(head_dim: usize, workgroup_limit: u64) -> Vec<AttentionKernel> {
+    std::iter::once(AttentionKernel::Registers)
         .chain(
             Tiling::candidates(head_dim, workgroup_limit)
                 .into_iter()
-                .map(ForwardKernel::Tiled),
+                .map(AttentionKernel::Tiled),
         )
         .collect()
 }
 
-/// What the process knows: pins per device, choices per adapter and shape class, and the last
-/// kernel each device ran.
+/// How a device's kernels are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// By timing, on hardware adapters, for calls of [`TUNE_FROM_SCORES`] scores or more; the
+    /// register-blocked kernels otherwise (the default).
+    Automatic,
+    /// By timing, for every call, whatever the adapter and size.
+    Tuned,
+    /// This kernel for both passes.
+    Pinned(AttentionKernel),
+}
+
+/// What the process knows: selections per device, choices per adapter, pass and shape class,
+/// and the last kernel each device ran per pass.
 #[derive(Default)]
 struct State {
-    pins: HashMap<WgpuDevice, ForwardKernel>,
-    last: HashMap<WgpuDevice, ForwardKernel>,
-    choices: Option<HashMap<String, ForwardKernel>>,
+    selections: HashMap<WgpuDevice, Selection>,
+    last: HashMap<(WgpuDevice, Pass), AttentionKernel>,
+    choices: Option<HashMap<String, AttentionKernel>>,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(Default::default);
@@ -109,30 +127,27 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
         .unwrap_or_else(|poisoned| poisoned.into_inner()))
 }
 
-/// Runs every forward on `device` with `kernel` (`None`: choose again by timing).
-pub fn pin_forward_kernel(device: &WgpuDevice, kernel: Option<ForwardKernel>) {
-    with_state(|s| match kernel {
-        Some(kernel) => s.pins.insert(device.clone(), kernel),
-        None => s.pins.remove(device),
-    });
+/// Chooses `device`'s kernels as `selection` says from now on.
+pub fn select_kernels(device: &WgpuDevice, selection: Selection) {
+    with_state(|s| s.selections.insert(device.clone(), selection));
 }
 
-/// The forward kernel `device` ran last, if any.
-pub fn last_forward_kernel(device: &WgpuDevice) -> Option<ForwardKernel> {
-    with_state(|s| s.last.get(device).copied())
+/// The kernel `device` ran last for `pass`, if any.
+pub fn last_kernel(device: &WgpuDevice, pass: Pass) -> Option<AttentionKernel> {
+    with_state(|s| s.last.get(&(device.clone(), pass)).copied())
 }
 
-/// The file the choices persist in.
-fn cache_file() -> PathBuf {
+/// The file the choices persist in: a JSON object from [`choice_key`]s to kernels.
+pub fn cache_file() -> PathBuf {
     <CubeClRuntimeConfig as RuntimeConfig>::get()
         .autotune
         .cache
         .root()
         .join("megagraph")
-        .join("attention-forward.json")
+        .join("attention-kernels.json")
 }
 
-fn load_choices() -> HashMap<String, ForwardKernel> {
+fn load_choices() -> HashMap<String, AttentionKernel> {
     std::fs::read_to_string(cache_file())
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
@@ -140,15 +155,20 @@ fn load_choices() -> HashMap<String, ForwardKernel> {
 }
 
 /// Writes the choices; a cache that cannot be written costs a re-tune next time, nothing else.
-fn save_choices(choices: &HashMap<String, ForwardKernel>) {
+/// Another process's choices written since this one loaded the file are replaced (they are
+/// timed again when next needed).
+fn save_choices(choices: &HashMap<String, AttentionKernel>) {
     let path = cache_file();
+    // Written aside and renamed over, so that another process never reads half a file.
+    let aside = path.with_extension(format!("json.{}", std::process::id()));
     let written = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::write(&path, serde_json::to_vec_pretty(choices)?));
+        .and_then(|()| std::fs::write(&aside, serde_json::to_vec_pretty(choices)?))
+        .and_then(|()| std::fs::rename(&aside, &path));
     if let Err(error) = written {
         eprintln!(
-            "warning: cannot write the forward-kernel choices to {}: {error}",
+            "warning: cannot write the attention-kernel choices to {}: {error}",
             path.display()
         );
     }
@@ -173,10 +193,10 @@ fn shape_class(shape: &AttentionShape) -> String {
 }
 
 /// Seconds of `run(kernel)` on `device`: the faster of two runs after one that compiles.
-fn time_kernel(device: &WgpuDevice, kernel: ForwardKernel, run: &dyn Fn(ForwardKernel)) -> f64 {
+fn time_kernel(device: &WgpuDevice, kernel: AttentionKernel, run: &dyn Fn(AttentionKernel)) -> f64 {
     let client = WgpuRuntime::client(device);
     let sync = || {
-        pollster::block_on(client.sync()).expect("the device finishes the forward kernel");
+        pollster::block_on(client.sync()).expect("the device finishes the attention kernels");
     };
     run(kernel);
     sync();
@@ -190,45 +210,67 @@ fn time_kernel(device: &WgpuDevice, kernel: ForwardKernel, run: &dyn Fn(ForwardK
         .fold(f64::INFINITY, f64::min)
 }
 
-/// The forward kernel for a call of `shape` on `device`; `run` launches the call's forward
-/// with a kernel (its outputs are overwritten by each run, so timing on them is harmless).
+/// The kernel for `pass` of a call of `shape` on `device`; `run` launches the call's pass with
+/// a kernel (each run overwrites the pass's outputs, so timing on them is harmless).
 pub(super) fn choose(
     device: &WgpuDevice,
     shape: &AttentionShape,
-    run: &dyn Fn(ForwardKernel),
-) -> ForwardKernel {
-    let pinned = with_state(|s| s.pins.get(device).copied());
-    let kernel = pinned.unwrap_or_else(|| {
-        if shape.heads * shape.rows * shape.keys < TUNE_FROM_SCORES {
-            return ForwardKernel::Registers;
+    pass: Pass,
+    run: &dyn Fn(AttentionKernel),
+) -> AttentionKernel {
+    let selection = with_state(|s| s.selections.get(device).copied());
+    let adapter = adapter_identity(device);
+    let kernel = match selection.unwrap_or(Selection::Automatic) {
+        Selection::Pinned(kernel) => kernel,
+        Selection::Automatic
+            if adapter.software || shape.heads * shape.rows * shape.keys < TUNE_FROM_SCORES =>
+        {
+            AttentionKernel::Registers
         }
-        let key = format!("{}|{}", adapter_identity(device), shape_class(shape));
-        let known = with_state(|s| {
-            s.choices
-                .get_or_insert_with(load_choices)
-                .get(&key)
-                .copied()
-        });
-        known.unwrap_or_else(|| {
-            let limit = WgpuRuntime::client(device)
-                .properties()
-                .hardware
-                .max_shared_memory_size as u64;
-            let fastest = candidates(shape.head_dim, limit)
-                .into_iter()
-                .map(|kernel| (kernel, time_kernel(device, kernel, run)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .map_or(ForwardKernel::Registers, |(kernel, _)| kernel);
-            with_state(|s| {
-                let choices = s.choices.get_or_insert_with(load_choices);
-                choices.insert(key, fastest);
-                save_choices(choices);
-            });
-            fastest
-        })
-    });
-    with_state(|s| s.last.insert(device.clone(), kernel));
+        Selection::Automatic | Selection::Tuned => tuned(device, &adapter.key, shape, pass, run),
+    };
+    with_state(|s| s.last.insert((device.clone(), pass), kernel));
     kernel
+}
+
+/// The choice for `pass` at `shape`'s class on `adapter`: from memory, from the cache file, or
+/// timed now (and then remembered and written).
+fn tuned(
+    device: &WgpuDevice,
+    adapter: &str,
+    shape: &AttentionShape,
+    pass: Pass,
+    run: &dyn Fn(AttentionKernel),
+) -> AttentionKernel {
+    let key = choice_key(adapter, pass, shape);
+    let known = with_state(|s| {
+        s.choices
+            .get_or_insert_with(load_choices)
+            .get(&key)
+            .copied()
+    });
+    known.unwrap_or_else(|| {
+        let limit = WgpuRuntime::client(device)
+            .properties()
+            .hardware
+            .max_shared_memory_size as u64;
+        let fastest = candidates(shape.head_dim, limit)
+            .into_iter()
+            .map(|kernel| (kernel, time_kernel(device, kernel, run)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or(AttentionKernel::Registers, |(kernel, _)| kernel);
+        with_state(|s| {
+            let choices = s.choices.get_or_insert_with(load_choices);
+            choices.insert(key, fastest);
+            save_choices(choices);
+        });
+        fastest
+    })
+}
+
+/// The key of a choice in memory and in [`cache_file`].
+pub fn choice_key(adapter: &str, pass: Pass, shape: &AttentionShape) -> String {
+    format!("{adapter}|{pass:?}|{}", shape_class(shape))
 }
 
 #[cfg(test)]
@@ -238,14 +280,14 @@ mod tests {
     #[test]
     fn kernels_read_back_as_written() {
         for kernel in [
-            ForwardKernel::Registers,
-            ForwardKernel::Tiled(Tiling {
+            AttentionKernel::Registers,
+            AttentionKernel::Tiled(Tiling {
                 team: 4,
                 rows: 2,
                 tile: 64,
             }),
         ] {
-            assert_eq!(kernel.to_string().parse::<ForwardKernel>(), Ok(kernel));
+            assert_eq!(kernel.to_string().parse::<AttentionKernel>(), Ok(kernel));
         }
         for bad in [
             "tiled:3:1:64",
@@ -254,24 +296,24 @@ mod tests {
             "tiled:4",
             "fast",
         ] {
-            assert!(bad.parse::<ForwardKernel>().is_err(), "{bad}");
+            assert!(bad.parse::<AttentionKernel>().is_err(), "{bad}");
         }
     }
 
     #[test]
     fn candidates_fit_the_workgroup_memory() {
         let all = candidates(32, 32 << 10);
-        assert_eq!(all[0], ForwardKernel::Registers);
+        assert_eq!(all[0], AttentionKernel::Registers);
         assert_eq!(all.len(), 7, "{all:?}");
         for kernel in &all[1..] {
-            let ForwardKernel::Tiled(t) = kernel else {
+            let AttentionKernel::Tiled(t) = kernel else {
                 panic!("{kernel:?}")
             };
             assert!(t.workgroup_bytes(32) <= 32 << 10, "{t:?}");
         }
         // WebGPU's minimum of 16 KiB at head dimension 64 leaves only small tiles, if any.
         for kernel in &candidates(64, 16 << 10)[1..] {
-            let ForwardKernel::Tiled(t) = kernel else {
+            let AttentionKernel::Tiled(t) = kernel else {
                 panic!("{kernel:?}")
             };
             assert!(t.workgroup_bytes(64) <= 16 << 10, "{t:?}");

@@ -12,7 +12,7 @@ use super::{
     launch::{empty, launch},
     plan::{AttentionShape, LaunchPlan},
     shaders::Shader,
-    tuning::{self, ForwardKernel},
+    tuning::{self, AttentionKernel, Pass},
 };
 use crate::device::WgpuBackend;
 
@@ -74,17 +74,22 @@ fn run_blocks(
     }
 }
 
-/// Launches `shader` over every block: row-parallel shaders cover the block's rows; the key
-/// kernel covers all S columns and accumulates over the blocks.
+/// Launches `shader`, or its tiled variant as `kernel` says, over every block: row-parallel
+/// shaders cover the block's rows; the key kernel covers all S columns and accumulates over the
+/// blocks.
 fn run_shader(
     inputs: &AttentionInputs<WgpuBackend>,
     shape: &AttentionShape,
     shader: Shader,
+    kernel: AttentionKernel,
     bindings: [&[Handle]; 2],
 ) {
     run_blocks(inputs, bindings, |b, rows| {
         let accumulate = shader == Shader::AttentionBackwardKey && b > 0;
-        shape.launch(shader, rows, accumulate)
+        match kernel {
+            AttentionKernel::Registers => shape.launch(shader, rows, accumulate),
+            AttentionKernel::Tiled(tiling) => shape.launch_tiled(shader, tiling, rows, accumulate),
+        }
     });
 }
 
@@ -102,16 +107,16 @@ impl BiasedAttentionBackend for WgpuBackend {
             inputs.table.handle.clone(),
         ];
         let after = [output.handle.clone(), lse.handle.clone()];
-        let run = |kernel: ForwardKernel| match kernel {
-            ForwardKernel::Registers => {
-                run_shader(&inputs, &shape, Shader::AttentionForward, [&before, &after]);
-            }
-            ForwardKernel::Tiled(tiling) => run_blocks(&inputs, [&before, &after], |_, rows| {
-                shape.launch_tiled(tiling, rows)
-            }),
+        let run = |kernel: AttentionKernel| {
+            run_shader(
+                &inputs,
+                &shape,
+                Shader::AttentionForward,
+                kernel,
+                [&before, &after],
+            );
         };
-        let kernel = tuning::choose(&q.device, &shape, &run);
-        run(kernel);
+        run(tuning::choose(&q.device, &shape, Pass::Forward, &run));
         AttentionSaved { output, lse }
     }
 }
@@ -132,18 +137,29 @@ impl AttentionBackwardBackend for WgpuBackend {
             shape.gradient_dims(),
         );
         let before = &bindings.operands;
-        run_shader(
-            &inputs,
+        let (query_outputs, key_outputs) = (bindings.query_outputs(), bindings.key_outputs());
+        let run = |kernel: AttentionKernel| {
+            run_shader(
+                &inputs,
+                &shape,
+                Shader::AttentionBackwardQuery,
+                kernel,
+                [before, &query_outputs],
+            );
+            run_shader(
+                &inputs,
+                &shape,
+                Shader::AttentionBackwardKey,
+                kernel,
+                [before, &key_outputs],
+            );
+        };
+        run(tuning::choose(
+            &inputs.q.device,
             &shape,
-            Shader::AttentionBackwardQuery,
-            [before, &bindings.query_outputs()],
-        );
-        run_shader(
-            &inputs,
-            &shape,
-            Shader::AttentionBackwardKey,
-            [before, &bindings.key_outputs()],
-        );
+            Pass::Backward,
+            &run,
+        ));
         bindings.grads.into_grads()
     }
 }
