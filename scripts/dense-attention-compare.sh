@@ -30,7 +30,7 @@ fi
 printf '%-7s %-24s %-10s %-12s %-10s %-16s\n' S 'chosen (fwd, bwd)' ours_s registers_s jax_s 'jax / ours'
 for s in "${sizes[@]}"; do
     ours=$("$megagraph" bench attention --nodes "$s" --heads "$heads" --head-dim "$head_dim" \
-        --fused-only --json | tail -1)
+        --fused-only --variants --json | tail -1)
     peer=$("$venv/bin/python" scripts/dense-attention-peer.py --nodes "$s" --heads "$heads" \
         --head-dim "$head_dim" | tail -1)
     python3 - "$s" "$ours" "$peer" <<'PY'

@@ -98,7 +98,7 @@ run_check() {
     for s in "${sizes[@]}"; do
         local reference=()
         [ "$s" -le 16384 ] || reference=(--fused-only)
-        step "dense-$s" "$bin" bench attention --nodes "$s" --heads 4 --head-dim 32 "${reference[@]}" --json
+        step "dense-$s" "$bin" bench attention --nodes "$s" --heads 4 --head-dim 32 "${reference[@]}" --variants --json
     done
     step "hops-$hops_nodes" "$bin" bench attention --scope hops:1 --nodes "$hops_nodes" --heads 4 \
         --head-dim 16 --fused-only --dense-up-to 0 --export-pairs "$WORK/pairs.npz" --json

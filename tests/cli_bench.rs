@@ -17,12 +17,36 @@ fn bench_attention_reports_the_contract() -> TestResult {
         "2",
         "--head-dim",
         "16",
+        "--variants",
         "--json",
     ])?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let report: serde_json::Value =
         serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
     assert_eq!(report["nodes"], 96);
+    // Every kernel shape timed, the register-blocked one first, and the chosen ones among them.
+    let variants = report["kernel_variants"]
+        .as_array()
+        .ok_or_else(|| format!("no kernel_variants: {report}"))?;
+    assert!(variants.len() > 1, "{report}");
+    assert_eq!(variants[0]["kernel"], "registers");
+    for variant in variants {
+        for key in ["forward_ms", "forward_backward_ms"] {
+            assert!(
+                variant[key].as_f64().is_some_and(|ms| ms > 0.0),
+                "{variant}"
+            );
+        }
+    }
+    for chosen in report["chosen_kernels"]
+        .as_array()
+        .ok_or("no chosen_kernels")?
+    {
+        assert!(
+            variants.iter().any(|v| v["kernel"] == *chosen),
+            "{chosen} is none of {variants:?}"
+        );
+    }
     for key in [
         "fused_ms",
         "reference_ms",

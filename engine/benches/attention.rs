@@ -33,6 +33,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             heads,
             head_dim,
             with_reference,
+            with_variants: setting("MEGAGRAPH_BENCH_VARIANTS", 0u8)? != 0,
         };
         let report = bench_attention(shape, None)?;
         println!("{}", serde_json::to_string(&report)?);

@@ -50,6 +50,10 @@ pub struct AttentionArgs {
     /// Skip the reference (it is slow at large S).
     #[arg(long)]
     fused_only: bool,
+    /// Also time every dense kernel shape that fits the adapter (register-blocked and tiled),
+    /// each pinned for forward and backward.
+    #[arg(long)]
+    variants: bool,
     /// full: every pair of S (the dense fused kernels against the reference); hops:K[:MAX]:
     /// the near pairs of an R-MAT graph of S nodes (S a power of two) through the hops kernels,
     /// beside the reference over the same pairs and the dense kernels where they fit.
@@ -192,6 +196,7 @@ fn attention(args: &AttentionArgs) -> anyhow::Result<()> {
         heads: args.heads,
         head_dim: args.head_dim,
         with_reference: !args.fused_only,
+        with_variants: args.variants,
     };
     let r = bench_attention(shape, args.adapter)?;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;

@@ -49,6 +49,8 @@ pub struct AttentionBench {
     pub head_dim: usize,
     /// Whether to run the reference too (else only the fused kernels).
     pub with_reference: bool,
+    /// Whether to time every kernel shape that fits the adapter too.
+    pub with_variants: bool,
 }
 
 /// How the reference was run.
@@ -101,7 +103,7 @@ pub struct AttentionBenchReport {
     /// (`registers` or `tiled:TEAM:ROWS:TILE`).
     pub chosen_kernels: [String; 2],
     /// Every kernel shape that fits the adapter, timed side by side with both passes pinned to
-    /// it.
+    /// it (empty unless asked for).
     pub kernel_variants: Vec<KernelVariantTiming>,
 }
 
@@ -308,7 +310,11 @@ pub fn bench_attention(
         tuning::last_kernel(&fused_device, pass)
             .map_or_else(|| "none".to_string(), |kernel| kernel.to_string())
     });
-    let kernel_variants = time_kernel_variants(shape, &fused_device);
+    let kernel_variants = if shape.with_variants {
+        time_kernel_variants(shape, &fused_device)
+    } else {
+        Vec::new()
+    };
     let plan = reference_chunks(shape, limit).filter(|_| shape.with_reference);
     let reference = match &plan {
         Some((_, chunks)) => {
@@ -349,6 +355,7 @@ mod tests {
             heads,
             head_dim: 32,
             with_reference: true,
+            with_variants: false,
         }
     }
 
