@@ -16,6 +16,7 @@ mod cli_train;
 mod common;
 mod device_memory;
 mod dropout;
+mod gpu_check;
 mod hops_kernels;
 mod hops_scope;
 mod kernels;
