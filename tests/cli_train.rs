@@ -146,6 +146,26 @@ fn devices_json_lists_adapters() -> TestResult {
                 "adapter lacks a non-empty {key:?}: {adapter}"
             );
         }
+        // The limits the kernel shapes are chosen within.
+        for key in [
+            "max_compute_workgroup_storage_size",
+            "max_compute_invocations_per_workgroup",
+        ] {
+            assert!(
+                adapter[key].as_u64().is_some_and(|v| v > 0),
+                "{key}: {adapter}"
+            );
+        }
+        let sizes = adapter["subgroup_sizes"]
+            .as_array()
+            .ok_or_else(|| format!("no subgroup_sizes: {adapter}"))?;
+        assert!(
+            sizes.len() == 2 && sizes[0].as_u64() <= sizes[1].as_u64(),
+            "subgroup_sizes is [min, max]: {adapter}"
+        );
+        for key in ["features", "cooperative_matrices"] {
+            assert!(adapter[key].is_array(), "{key}: {adapter}");
+        }
     }
     // Only the "lists at least one" check needs an adapter (and skips without one).
     if have_adapter("cli_train::devices_json_lists_adapters")? {
@@ -265,5 +285,46 @@ fn progress_names_each_long_step_and_json_keeps_it_quiet() -> TestResult {
             quiet.describe()
         );
     }
+    Ok(())
+}
+
+#[test]
+fn eval_every_evaluates_every_nth_epoch_and_the_last() -> TestResult {
+    if !have_adapter("cli_train::eval_every_evaluates_every_nth_epoch_and_the_last")? {
+        return Ok(());
+    }
+    let mut args = TINY_TRAIN.to_vec();
+    let epochs = args
+        .iter()
+        .position(|a| *a == "--epochs")
+        .ok_or("TINY_TRAIN sets --epochs")?;
+    args[epochs + 1] = "5";
+    args.extend(["--eval-every", "2", "--patience", "5"]);
+    let run = megagraph(&args)?;
+    assert_success(&run);
+    let report = last_json_line(&run)?;
+    let evaluated: Vec<u64> = report["history"]
+        .as_array()
+        .ok_or_else(|| format!("no history: {report:?}"))?
+        .iter()
+        .filter_map(|h| h["epoch"].as_u64())
+        .collect();
+    assert_eq!(evaluated, [2, 4, 5], "{report:?}");
+    assert!(
+        report["best_epoch"]
+            .as_u64()
+            .is_some_and(|e| evaluated.contains(&e)),
+        "the best epoch is an evaluated one: {report:?}"
+    );
+    // Every epoch trained: 5 epochs of the graph's sequences.
+    let steps = report["step_losses"]
+        .as_array()
+        .ok_or("no step_losses")?
+        .len();
+    let sequences = report["sequences"].as_u64().ok_or("no sequences")? as usize;
+    assert_eq!(steps, 5 * sequences, "{report:?}");
+
+    let run = megagraph(&["train", "--eval-every", "0"])?;
+    crate::cli_errors::assert_one_line_error(&run, Some(1), &["eval-every must be at least 1"]);
     Ok(())
 }

@@ -68,6 +68,10 @@ pub struct TrainArgs {
     /// Epochs without a better validation accuracy before stopping.
     #[arg(long, default_value_t = 50)]
     patience: usize,
+    /// Evaluate (train/validation/test accuracy, early stopping, --save-model) after every N
+    /// epochs and after the last one.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    eval_every: usize,
     /// Transformer layers.
     #[arg(long, default_value_t = 2)]
     layers: usize,
@@ -291,6 +295,7 @@ fn train_options(args: &TrainArgs, graph: &Graph) -> anyhow::Result<TrainOptions
         max_steps: args.steps,
         epochs: args.epochs,
         patience: args.patience,
+        eval_every: args.eval_every,
         learning_rate: args.lr,
         seq_len: args.seq_len,
         seed: args.seed,

@@ -151,8 +151,8 @@ where
     }
 
     /// Trains for the options' epochs (or steps), from the newest checkpoint when resuming,
-    /// evaluating after every epoch and saving checkpoints when due; sends each epoch's
-    /// figures to `progress` when given.
+    /// evaluating after every `eval_every`-th epoch and the last one and saving checkpoints
+    /// when due; sends each evaluated epoch's figures to `progress` when given.
     pub fn run(
         mut self,
         progress: Option<Sender<EpochMetrics>>,
@@ -210,6 +210,14 @@ where
                 if self.job.checkpoint.due(state.step()) {
                     self.save_checkpoint(&optimizer, &state)?;
                 }
+            }
+            let last = epoch == options.epochs || done(&state);
+            if !last && !epoch.is_multiple_of(options.eval_every) {
+                self.memory.after_pass::<B>(&self.device);
+                self.comm.warmed_up();
+                state.epoch += 1;
+                state.batches_done = 0;
+                continue;
             }
             let accuracy = self.evaluate()?;
             self.memory.after_pass::<B>(&self.device);

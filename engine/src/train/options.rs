@@ -32,6 +32,15 @@ pub struct TrainOptions {
     pub split: SplitSpec,
     /// Model shape; `features` and `classes` are taken from the graph.
     pub model: ModelConfig,
+    /// Evaluate after every this many epochs (and after the last one); early stopping and the
+    /// best epoch see only the evaluated epochs.
+    #[serde(default = "every_epoch")]
+    pub eval_every: usize,
+}
+
+/// The default of [`TrainOptions::eval_every`] (also for options saved before it existed).
+fn every_epoch() -> usize {
+    1
 }
 
 impl Default for TrainOptions {
@@ -46,6 +55,7 @@ impl Default for TrainOptions {
             max_steps: None,
             split: SplitSpec::default(),
             model: ModelConfig::new(0, 0),
+            eval_every: every_epoch(),
         }
     }
 }
@@ -69,6 +79,9 @@ impl TrainOptions {
         }
         if self.seq_len == 0 {
             return fail("seq-len must be at least 1".into());
+        }
+        if self.eval_every == 0 {
+            return fail("eval-every must be at least 1".into());
         }
         if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
             return fail(format!(
