@@ -8,8 +8,8 @@
 //! memory, and in `megagraph/attention-kernels.json` under cubecl's autotune cache directory,
 //! keyed by adapter, driver, pass and shape class, as cubecl keys its own autotune results.
 //! Calls below [`TUNE_FROM_SCORES`] scores, and calls on software adapters (lavapipe, where
-//! every tiled shape measured 2.2 to 4 times slower than the register-blocked kernels at
-//! S = 4096), run the register-blocked kernels untimed. A device can be pinned to one kernel
+//! every tiled shape measured 3.4 to 5.7 times slower than the register-blocked kernels at
+//! S = 4096, forward + backward), run the register-blocked kernels untimed. A device can be pinned to one kernel
 //! for both passes, or made to tune every call's shape class whatever its adapter and size
 //! ([`select_kernels`]): the benchmark times each variant that way, and the tests check each
 //! one against the reference and the tuner on lavapipe.
