@@ -18,27 +18,12 @@
 // key columns of head gid.z, over the block's query rows; the first block writes d_k and d_v,
 // later ones (accumulate = 1) add to them.
 // HEAD_DIM and BUCKETS are specialised by the host before compilation; ROWS is fixed here.
-
-struct Params {
-    heads: u32,
-    rows: u32,
-    keys: u32,
-    head_dim: u32,
-    buckets: u32,
-    scale: f32,
-    row_start: u32,
-    row_count: u32,
-    accumulate: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+// The host puts shaders/include/attention_params.wgsl and bias.wgsl before this file (Shader::source).
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 7u;
 const ROWS: u32 = 4u;
-const SMALL_TABLE: u32 = 16u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -52,19 +37,6 @@ const SMALL_TABLE: u32 = 16u;
 @group(0) @binding(9) var<storage, read_write> d_v: array<vec4<f32>>;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
-var<private> bias_row: array<f32, BUCKETS>;
-
-fn bias(table_base: u32, bucket: u32) -> f32 {
-    if (BUCKETS <= SMALL_TABLE) {
-        var value = bias_row[0];
-        for (var b = 1u; b < BUCKETS; b++) {
-            value = select(value, bias_row[b], bucket == b);
-        }
-        return value;
-    }
-    return table[table_base + bucket];
-}
-
 @compute @workgroup_size(64, 1, 1)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -77,11 +49,7 @@ fn main(
     let query_base = head * params.rows * VEC;
     let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
-    if (BUCKETS <= SMALL_TABLE) {
-        for (var b = 0u; b < BUCKETS; b++) {
-            bias_row[b] = table[table_base + b];
-        }
-    }
+    load_bias_row(table_base);
 
     var cols: array<u32, ROWS>;
     var kj: array<array<vec4<f32>, VEC>, ROWS>;

@@ -10,21 +10,7 @@
 // GROUP_COLS · (wid.x + wid.y · x) … of head wid.z. The host specialises HEAD_DIM, BUCKETS,
 // TEAM, ROWS (columns per team), TILE, GROUP_COLS = 64 / TEAM · ROWS and SHARED_VECS =
 // max(2 · TILE, 64 · ROWS) · HEAD_DIM / 4.
-
-struct Params {
-    heads: u32,
-    rows: u32,
-    keys: u32,
-    head_dim: u32,
-    buckets: u32,
-    scale: f32,
-    row_start: u32,
-    row_count: u32,
-    accumulate: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+// The host puts shaders/include/attention_params.wgsl and bias.wgsl before this file (Shader::source).
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
@@ -37,7 +23,6 @@ const SHARED_VECS: u32 = 1024u;
 const WORKGROUP: u32 = 64u;
 const PER_MEMBER: u32 = TILE / TEAM;
 const COL_WORDS: u32 = GROUP_COLS / 4u + 1u;
-const SMALL_TABLE: u32 = 16u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -60,19 +45,6 @@ var<workgroup> shared_buckets: array<u32, TILE * COL_WORDS>;
 // Log-sum-exp (x) and delta (y) of each row of the tile.
 var<workgroup> shared_rows: array<vec2<f32>, TILE>;
 
-var<private> bias_row: array<f32, BUCKETS>;
-
-fn bias(table_base: u32, bucket: u32) -> f32 {
-    if (BUCKETS <= SMALL_TABLE) {
-        var value = bias_row[0];
-        for (var b = 1u; b < BUCKETS; b++) {
-            value = select(value, bias_row[b], bucket == b);
-        }
-        return value;
-    }
-    return table[table_base + bucket];
-}
-
 @compute @workgroup_size(64, 1, 1)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -89,11 +61,7 @@ fn main(
     let query_base = head * params.rows * VEC;
     let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
-    if (BUCKETS <= SMALL_TABLE) {
-        for (var b = 0u; b < BUCKETS; b++) {
-            bias_row[b] = table[table_base + b];
-        }
-    }
+    load_bias_row(table_base);
 
     var kj: array<array<vec4<f32>, VEC>, ROWS>;
     var vj: array<array<vec4<f32>, VEC>, ROWS>;

@@ -8,21 +8,7 @@
 // Dispatch: as attention_forward_tiled.wgsl. The host specialises HEAD_DIM, BUCKETS, TEAM,
 // ROWS, TILE, GROUP_ROWS = 64 / TEAM · ROWS and SHARED_VECS = max(2 · TILE, 64 · ROWS) ·
 // HEAD_DIM / 4.
-
-struct Params {
-    heads: u32,
-    rows: u32,
-    keys: u32,
-    head_dim: u32,
-    buckets: u32,
-    scale: f32,
-    row_start: u32,
-    row_count: u32,
-    accumulate: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+// The host puts shaders/include/attention_params.wgsl, bias.wgsl and row_tiles.wgsl before this file (Shader::source).
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
@@ -34,8 +20,6 @@ const GROUP_ROWS: u32 = 32u;
 const SHARED_VECS: u32 = 1024u;
 const WORKGROUP: u32 = 64u;
 const PER_MEMBER: u32 = TILE / TEAM;
-const TILE_WORDS: u32 = TILE / 4u + 1u;
-const SMALL_TABLE: u32 = 16u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -49,27 +33,8 @@ const SMALL_TABLE: u32 = 16u;
 @group(0) @binding(9) var<storage, read_write> d_bias: array<f32>;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
-// Keys (first TILE · VEC) and values (next TILE · VEC) of a tile; at the end, the members'
-// partial dq.
-var<workgroup> shared_vecs: array<vec4<f32>, SHARED_VECS>;
-// Pair buckets of the tile: TILE_WORDS words per row of the workgroup, from the word that holds
-// the row's first key of the tile.
-var<workgroup> shared_buckets: array<u32, GROUP_ROWS * TILE_WORDS>;
 // The members' partial sums of one bias bucket, one per row of each member.
 var<workgroup> shared_sums: array<f32, WORKGROUP * ROWS>;
-
-var<private> bias_row: array<f32, BUCKETS>;
-
-fn bias(table_base: u32, bucket: u32) -> f32 {
-    if (BUCKETS <= SMALL_TABLE) {
-        var value = bias_row[0];
-        for (var b = 1u; b < BUCKETS; b++) {
-            value = select(value, bias_row[b], bucket == b);
-        }
-        return value;
-    }
-    return table[table_base + bucket];
-}
 
 @compute @workgroup_size(64, 1, 1)
 fn main(
@@ -81,17 +46,12 @@ fn main(
     let head = wid.z;
     let group_first = params.row_start + (wid.x + wid.y * groups.x) * GROUP_ROWS;
     let last = params.row_start + params.row_count - 1u;
-    let last_word = (params.row_count * keys - 1u) >> 2u;
     let team = li / TEAM;
     let member = li % TEAM;
     let query_base = head * params.rows * VEC;
     let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
-    if (BUCKETS <= SMALL_TABLE) {
-        for (var b = 0u; b < BUCKETS; b++) {
-            bias_row[b] = table[table_base + b];
-        }
-    }
+    load_bias_row(table_base);
 
     var qi: array<array<vec4<f32>, VEC>, ROWS>;
     var doi: array<array<vec4<f32>, VEC>, ROWS>;
@@ -116,17 +76,7 @@ fn main(
 
     for (var start = 0u; start < keys; start += TILE) {
         workgroupBarrier();
-        for (var i = li; i < TILE * VEC; i += WORKGROUP) {
-            let key = min(start + i / VEC, keys - 1u);
-            let at = key_base_of_head + key * VEC + i % VEC;
-            shared_vecs[i] = k[at];
-            shared_vecs[TILE * VEC + i] = v[at];
-        }
-        for (var i = li; i < GROUP_ROWS * TILE_WORDS; i += WORKGROUP) {
-            let row = min(group_first + i / TILE_WORDS, last);
-            let first_word = ((row - params.row_start) * keys + start) >> 2u;
-            shared_buckets[i] = pairs[min(first_word + i % TILE_WORDS, last_word)];
-        }
+        stage_key_tile(li, start, group_first, last, key_base_of_head);
         workgroupBarrier();
 
         for (var t = 0u; t < PER_MEMBER; t++) {
@@ -135,9 +85,7 @@ fn main(
                 for (var r = 0u; r < ROWS; r++) {
                     let local_row = team * ROWS + r;
                     let row = min(group_first + local_row, last);
-                    let byte = (((row - params.row_start) * keys + start) & 3u) + offset;
-                    let word = shared_buckets[local_row * TILE_WORDS + (byte >> 2u)];
-                    let bucket = (word >> ((byte & 3u) * 8u)) & 0xffu;
+                    let bucket = tile_bucket(local_row, row, start, offset);
                     var score = bias(table_base, bucket);
                     var dp = 0.0;
                     for (var c = 0u; c < VEC; c++) {

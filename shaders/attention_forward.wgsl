@@ -14,28 +14,13 @@
 // x · y ≥ ceil(row_count / (64 · ROWS)); invocation gid.x + gid.y · (64 · x) takes ROWS
 // consecutive query rows of the block, of head gid.z.
 // HEAD_DIM and BUCKETS are specialised by the host before compilation; ROWS is fixed here.
-
-struct Params {
-    heads: u32,
-    rows: u32,
-    keys: u32,
-    head_dim: u32,
-    buckets: u32,
-    scale: f32,
-    row_start: u32,
-    row_count: u32,
-    accumulate: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
+// The host puts shaders/include/attention_params.wgsl and bias.wgsl before this file (Shader::source).
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 7u;
 const ROWS: u32 = 4u;
 const BLOCK: u32 = 8u;
-const SMALL_TABLE: u32 = 16u;
 const NEG: f32 = -1.0e30;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
@@ -47,23 +32,10 @@ const NEG: f32 = -1.0e30;
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(7) var<storage, read_write> params: Params;
 
-var<private> bias_row: array<f32, BUCKETS>;
-
 // The bucket of (query row, key column), from the launch's block of rows.
 fn bucket_of(row: u32, col: u32) -> u32 {
     let pair = (row - params.row_start) * params.keys + col;
     return (pairs[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu;
-}
-
-fn bias(table_base: u32, bucket: u32) -> f32 {
-    if (BUCKETS <= SMALL_TABLE) {
-        var value = bias_row[0];
-        for (var b = 1u; b < BUCKETS; b++) {
-            value = select(value, bias_row[b], bucket == b);
-        }
-        return value;
-    }
-    return table[table_base + bucket];
 }
 
 @compute @workgroup_size(64, 1, 1)
@@ -79,11 +51,7 @@ fn main(
     let query_base = head * params.rows * VEC;
     let key_base_of_head = head * keys * VEC;
     let table_base = head * params.buckets;
-    if (BUCKETS <= SMALL_TABLE) {
-        for (var b = 0u; b < BUCKETS; b++) {
-            bias_row[b] = table[table_base + b];
-        }
-    }
+    load_bias_row(table_base);
 
     var rows: array<u32, ROWS>;
     var qi: array<array<vec4<f32>, VEC>, ROWS>;

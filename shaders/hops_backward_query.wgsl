@@ -22,6 +22,7 @@
 // slot gid.x + gid.y · 64 · x, of head gid.z, for query row order[slot] (the host orders the
 // rows so that the lanes of a SIMD group have alike loop counts).
 // HEAD_DIM and BUCKETS are specialised by the host before compilation.
+// The host puts shaders/include/bias.wgsl before this file (Shader::source).
 
 struct Params {
     heads: u32,
@@ -37,7 +38,6 @@ struct Params {
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 8u;
-const SMALL_TABLE: u32 = 16u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -54,21 +54,8 @@ const SMALL_TABLE: u32 = 16u;
 @group(0) @binding(12) var<storage, read_write> order: array<u32>;
 @group(0) @binding(13) var<storage, read_write> params: Params;
 
-var<private> bias_row: array<f32, BUCKETS>;
-
 fn bucket_of(pair: u32) -> u32 {
     return min((buckets[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu, BUCKETS - 1u);
-}
-
-fn bias(table_base: u32, bucket: u32) -> f32 {
-    if (BUCKETS <= SMALL_TABLE) {
-        var value = bias_row[0];
-        for (var b = 1u; b < BUCKETS; b++) {
-            value = select(value, bias_row[b], bucket == b);
-        }
-        return value;
-    }
-    return table[table_base + bucket];
 }
 
 @compute @workgroup_size(64, 1, 1)
@@ -83,11 +70,7 @@ fn main(
     }
     let row = order[slot];
     let table_base = head * params.buckets;
-    if (BUCKETS <= SMALL_TABLE) {
-        for (var b = 0u; b < BUCKETS; b++) {
-            bias_row[b] = table[table_base + b];
-        }
-    }
+    load_bias_row(table_base);
     let at = head * params.rows + row;
     let query_base = at * VEC;
     let key_base_of_head = head * params.keys * VEC;

@@ -20,6 +20,7 @@
 // rows so that the lanes of a SIMD group have alike loop counts). Every index is bounded by the
 // host: keys of pairs < keys, buckets < buckets, order a permutation of the rows.
 // HEAD_DIM and BUCKETS are specialised by the host before compilation.
+// The host puts shaders/include/bias.wgsl before this file (Shader::source).
 
 struct Params {
     heads: u32,
@@ -35,7 +36,6 @@ struct Params {
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 8u;
-const SMALL_TABLE: u32 = 16u;
 const NEG: f32 = -1.0e30;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
@@ -50,21 +50,8 @@ const NEG: f32 = -1.0e30;
 @group(0) @binding(9) var<storage, read_write> order: array<u32>;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
-var<private> bias_row: array<f32, BUCKETS>;
-
 fn bucket_of(pair: u32) -> u32 {
     return min((buckets[pair >> 2u] >> ((pair & 3u) * 8u)) & 0xffu, BUCKETS - 1u);
-}
-
-fn bias(table_base: u32, bucket: u32) -> f32 {
-    if (BUCKETS <= SMALL_TABLE) {
-        var value = bias_row[0];
-        for (var b = 1u; b < BUCKETS; b++) {
-            value = select(value, bias_row[b], bucket == b);
-        }
-        return value;
-    }
-    return table[table_base + bucket];
 }
 
 @compute @workgroup_size(64, 1, 1)
@@ -79,11 +66,7 @@ fn main(
     }
     let row = order[slot];
     let table_base = head * params.buckets;
-    if (BUCKETS <= SMALL_TABLE) {
-        for (var b = 0u; b < BUCKETS; b++) {
-            bias_row[b] = table[table_base + b];
-        }
-    }
+    load_bias_row(table_base);
     let query_base = (head * params.rows + row) * VEC;
     let key_base_of_head = head * params.keys * VEC;
     var qi: array<vec4<f32>, VEC>;

@@ -68,31 +68,54 @@ impl Shader {
         }
     }
 
-    /// The WGSL source as written (valid WGSL on its own, with default constants).
+    /// The WGSL source, valid with its default constants: the file under `shaders/` after the
+    /// shared pieces of `shaders/include/` it uses (the dense attention parameters, the bias
+    /// lookup, the key tiles of the tiled row kernels), which WGSL cannot include itself.
     pub fn source(self) -> &'static str {
+        macro_rules! shader {
+            ($($file:literal),+) => {
+                concat!($(include_str!(concat!("../../../shaders/", $file))),+)
+            };
+        }
         match self {
-            Shader::AttentionForward => include_str!("../../../shaders/attention_forward.wgsl"),
-            Shader::AttentionForwardTiled => {
-                include_str!("../../../shaders/attention_forward_tiled.wgsl")
-            }
-            Shader::AttentionBackwardQuery => {
-                include_str!("../../../shaders/attention_backward_query.wgsl")
-            }
-            Shader::AttentionBackwardKey => {
-                include_str!("../../../shaders/attention_backward_key.wgsl")
-            }
-            Shader::AttentionBackwardQueryTiled => {
-                include_str!("../../../shaders/attention_backward_query_tiled.wgsl")
-            }
-            Shader::AttentionBackwardKeyTiled => {
-                include_str!("../../../shaders/attention_backward_key_tiled.wgsl")
-            }
-            Shader::SparseMatmul => include_str!("../../../shaders/sparse_matmul.wgsl"),
-            Shader::HopsForward => include_str!("../../../shaders/hops_forward.wgsl"),
-            Shader::HopsBackwardQuery => include_str!("../../../shaders/hops_backward_query.wgsl"),
-            Shader::HopsBackwardKey => include_str!("../../../shaders/hops_backward_key.wgsl"),
-            Shader::ColumnSums => include_str!("../../../shaders/column_sums.wgsl"),
-            Shader::Dropout => include_str!("../../../shaders/dropout.wgsl"),
+            Shader::AttentionForward => shader!(
+                "include/attention_params.wgsl",
+                "include/bias.wgsl",
+                "attention_forward.wgsl"
+            ),
+            Shader::AttentionForwardTiled => shader!(
+                "include/attention_params.wgsl",
+                "include/bias.wgsl",
+                "include/row_tiles.wgsl",
+                "attention_forward_tiled.wgsl"
+            ),
+            Shader::AttentionBackwardQuery => shader!(
+                "include/attention_params.wgsl",
+                "include/bias.wgsl",
+                "attention_backward_query.wgsl"
+            ),
+            Shader::AttentionBackwardKey => shader!(
+                "include/attention_params.wgsl",
+                "include/bias.wgsl",
+                "attention_backward_key.wgsl"
+            ),
+            Shader::AttentionBackwardQueryTiled => shader!(
+                "include/attention_params.wgsl",
+                "include/bias.wgsl",
+                "include/row_tiles.wgsl",
+                "attention_backward_query_tiled.wgsl"
+            ),
+            Shader::AttentionBackwardKeyTiled => shader!(
+                "include/attention_params.wgsl",
+                "include/bias.wgsl",
+                "attention_backward_key_tiled.wgsl"
+            ),
+            Shader::SparseMatmul => shader!("sparse_matmul.wgsl"),
+            Shader::HopsForward => shader!("include/bias.wgsl", "hops_forward.wgsl"),
+            Shader::HopsBackwardQuery => shader!("include/bias.wgsl", "hops_backward_query.wgsl"),
+            Shader::HopsBackwardKey => shader!("include/bias.wgsl", "hops_backward_key.wgsl"),
+            Shader::ColumnSums => shader!("column_sums.wgsl"),
+            Shader::Dropout => shader!("dropout.wgsl"),
         }
     }
 
