@@ -29,7 +29,10 @@ use burn::{
 use cubecl_runtime::config::{CubeClRuntimeConfig, RuntimeConfig};
 use serde::{Deserialize, Serialize};
 
-use super::plan::{AttentionShape, Tiling};
+use super::{
+    plan::{AttentionShape, Tiling},
+    shaders::Shader,
+};
 use crate::device::adapter_identity;
 
 /// Scores (heads · rows · keys) from which a call's forward kernel is chosen by timing.
@@ -178,10 +181,13 @@ fn save_choices(choices: &HashMap<String, AttentionKernel>) {
 /// of rows, keys and heads.
 fn shape_class(shape: &AttentionShape) -> String {
     let log2 = |n: usize| n.next_power_of_two().trailing_zeros();
+    let small_table = Shader::AttentionForward
+        .constant("SMALL_TABLE")
+        .expect("the attention shaders declare SMALL_TABLE");
     format!(
         "d{}-b{}-r{}-k{}-h{}",
         shape.head_dim,
-        if shape.buckets <= 16 {
+        if shape.buckets <= small_table as usize {
             "small"
         } else {
             "large"
