@@ -42,6 +42,10 @@ var<workgroup> shared_vecs: array<vec4<f32>, SHARED_VECS>;
 // Pair buckets of the tile: COL_WORDS words per row of the tile, from the word that holds the
 // row's pair with the workgroup's first column.
 var<workgroup> shared_buckets: array<u32, TILE * COL_WORDS>;
+// The block's row count, through workgroup memory: `params` is a read_write storage binding,
+// so by WGSL's uniformity rules a value read from it is not workgroup-uniform, and the tile
+// loop it bounds holds barriers.
+var<workgroup> uniform_rows: u32;
 // Log-sum-exp (x) and delta (y) of each row of the tile.
 var<workgroup> shared_rows: array<vec2<f32>, TILE>;
 
@@ -78,7 +82,11 @@ fn main(
         }
     }
 
-    for (var start = 0u; start < params.row_count; start += TILE) {
+    if (li == 0u) {
+        uniform_rows = params.row_count;
+    }
+    let row_count = workgroupUniformLoad(&uniform_rows);
+    for (var start = 0u; start < row_count; start += TILE) {
         workgroupBarrier();
         for (var i = li; i < TILE * VEC; i += WORKGROUP) {
             let row = params.row_start + min(start + i / VEC, params.row_count - 1u);

@@ -42,7 +42,7 @@ fn main(
     @builtin(local_invocation_index) li: u32,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let keys = params.keys;
+    let keys = uniform_key_count(li);
     let head = wid.z;
     let group_first = params.row_start + (wid.x + wid.y * groups.x) * GROUP_ROWS;
     let last = params.row_start + params.row_count - 1u;

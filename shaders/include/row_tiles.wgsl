@@ -11,6 +11,20 @@ var<workgroup> shared_vecs: array<vec4<f32>, SHARED_VECS>;
 // the row's first key of the tile.
 var<workgroup> shared_buckets: array<u32, GROUP_ROWS * TILE_WORDS>;
 
+// The key count, through workgroup memory: `params` is a read_write storage binding, so by
+// WGSL's uniformity rules a value read from it is not workgroup-uniform, and the tile loop it
+// bounds holds barriers.
+var<workgroup> uniform_keys: u32;
+
+// `params.keys`, workgroup-uniform (every invocation of the workgroup calls this, in uniform
+// control flow).
+fn uniform_key_count(li: u32) -> u32 {
+    if (li == 0u) {
+        uniform_keys = params.keys;
+    }
+    return workgroupUniformLoad(&uniform_keys);
+}
+
 // Invocation `li`'s share of staging the tile from key `start` for the workgroup's rows from
 // `group_first` (rows past `last` repeat it; keys past the end repeat the last key; bucket words
 // past the block's last repeat it): between two workgroup barriers.

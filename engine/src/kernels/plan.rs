@@ -154,14 +154,15 @@ impl Tiling {
 
     /// Workgroup memory the largest of the three tiled kernels declares at `head_dim`, bytes:
     /// the shared vectors, the pair-bucket words (per row of the workgroup in the row kernels,
-    /// per row of the tile in the key kernel) and the per-row scalars.
+    /// per row of the tile in the key kernel), the per-row scalars, and 16 for the uniform loop
+    /// bound (a `u32`, given a vector's alignment).
     pub fn workgroup_bytes(&self, head_dim: usize) -> u64 {
         let vecs = u64::from(self.shared_vecs(head_dim)) * 16;
         let row_kernels = u64::from(self.group_rows() * (self.tile / 4 + 1)) * 4
             + u64::from(WORKGROUP * self.rows) * 8;
         let key_kernel =
             u64::from(self.tile * (self.group_rows() / 4 + 1)) * 4 + u64::from(self.tile) * 8;
-        vecs + row_kernels.max(key_kernel)
+        vecs + row_kernels.max(key_kernel) + 16
     }
 
     /// The constants of tiled `shader` at `head_dim` (besides `HEAD_DIM` and `BUCKETS`).
