@@ -3,14 +3,15 @@
 // of TILE, staging each tile's queries, output gradients, log-sum-exps, deltas and pair buckets
 // in workgroup memory once for all its columns. A team of TEAM invocations shares each column
 // (member t takes rows t, t + TEAM, … of a tile), and the team sums its partial dk and dv at the
-// end. Same bindings, parameters and results as attention_backward_key.wgsl (see there).
+// end (shaders/include/team.wgsl). Same bindings, parameters and results as attention_backward_key.wgsl (see there).
 //
 // Dispatch, once per block of pair rows: workgroups (x, y, heads) of 64 invocations with
 // x · y ≥ ceil(keys / GROUP_COLS); workgroup wid.x + wid.y · x takes key columns
 // GROUP_COLS · (wid.x + wid.y · x) … of head wid.z. The host specialises HEAD_DIM, BUCKETS,
 // TEAM, ROWS (columns per team), TILE, GROUP_COLS = 64 / TEAM · ROWS and SHARED_VECS =
-// max(2 · TILE, 64 · ROWS) · HEAD_DIM / 4.
-// The host puts shaders/include/attention_params.wgsl and bias.wgsl before this file (Shader::source).
+// 2 · TILE · HEAD_DIM / 4.
+// The host puts shaders/include/attention_params.wgsl, bias.wgsl, team.wgsl and
+// team_workgroup.wgsl or team_subgroups.wgsl before this file (Shader::source).
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
@@ -36,8 +37,7 @@ const COL_WORDS: u32 = GROUP_COLS / 4u + 1u;
 @group(0) @binding(9) var<storage, read_write> d_v: array<vec4<f32>>;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
-// Queries (first TILE · VEC) and output gradients (next TILE · VEC) of a tile of rows; at the
-// end, the members' partial dk, then dv.
+// Queries (first TILE · VEC) and output gradients (next TILE · VEC) of a tile of rows.
 var<workgroup> shared_vecs: array<vec4<f32>, SHARED_VECS>;
 // Pair buckets of the tile: COL_WORDS words per row of the tile, from the word that holds the
 // row's pair with the workgroup's first column.
@@ -60,6 +60,7 @@ fn main(
     let group_first = (wid.x + wid.y * groups.x) * GROUP_COLS;
     let first_col = min(group_first, keys - 1u);
     let last_word = (params.row_count * keys - 1u) >> 2u;
+    let lanes = team_setup(li);
     let team = li / TEAM;
     let member = li % TEAM;
     let query_base = head * params.rows * VEC;
@@ -131,38 +132,21 @@ fn main(
         }
     }
 
-    // The team's sums, dk then dv: member t writes components t, t + TEAM, … of each column.
-    let team_first = team * TEAM;
-    for (var round = 0u; round < 2u; round++) {
-        workgroupBarrier();
-        for (var r = 0u; r < ROWS; r++) {
-            for (var c = 0u; c < VEC; c++) {
-                shared_vecs[(li * ROWS + r) * VEC + c] = select(dk[r][c], dv[r][c], round == 1u);
-            }
-        }
-        workgroupBarrier();
-        for (var r = 0u; r < ROWS; r++) {
-            let col = group_first + team * ROWS + r;
-            if (col < keys) {
-                for (var c = member; c < VEC; c += TEAM) {
-                    var total = vec4<f32>(0.0);
-                    for (var j = 0u; j < TEAM; j++) {
-                        total += shared_vecs[((team_first + j) * ROWS + r) * VEC + c];
-                    }
-                    let at = key_base_of_head + col * VEC + c;
-                    if (round == 0u) {
-                        total *= params.scale;
-                        if (params.accumulate == 1u) {
-                            total += d_k[at];
-                        }
-                        d_k[at] = total;
-                    } else {
-                        if (params.accumulate == 1u) {
-                            total += d_v[at];
-                        }
-                        d_v[at] = total;
-                    }
+    // The team's sums: member t writes components t, t + TEAM, … of dk and dv of each column.
+    for (var r = 0u; r < ROWS; r++) {
+        let col = group_first + team * ROWS + r;
+        let writes = col < keys;
+        for (var c = 0u; c < VEC; c++) {
+            var dk_total = team_sum4(lanes, dk[r][c]) * params.scale;
+            var dv_total = team_sum4(lanes, dv[r][c]);
+            if (writes && c % TEAM == member) {
+                let at = key_base_of_head + col * VEC + c;
+                if (params.accumulate == 1u) {
+                    dk_total += d_k[at];
+                    dv_total += d_v[at];
                 }
+                d_k[at] = dk_total;
+                d_v[at] = dv_total;
             }
         }
     }

@@ -6,9 +6,9 @@
 // Same bindings, parameters and results as attention_backward_query.wgsl (see there).
 //
 // Dispatch: as attention_forward_tiled.wgsl. The host specialises HEAD_DIM, BUCKETS, TEAM,
-// ROWS, TILE, GROUP_ROWS = 64 / TEAM · ROWS and SHARED_VECS = max(2 · TILE, 64 · ROWS) ·
-// HEAD_DIM / 4.
-// The host puts shaders/include/attention_params.wgsl, bias.wgsl and row_tiles.wgsl before this file (Shader::source).
+// ROWS, TILE, GROUP_ROWS = 64 / TEAM · ROWS and SHARED_VECS = 2 · TILE · HEAD_DIM / 4.
+// The host puts shaders/include/attention_params.wgsl, bias.wgsl, row_tiles.wgsl, team.wgsl and
+// team_workgroup.wgsl or team_subgroups.wgsl before this file (Shader::source).
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
@@ -33,9 +33,6 @@ const PER_MEMBER: u32 = TILE / TEAM;
 @group(0) @binding(9) var<storage, read_write> d_bias: array<f32>;
 @group(0) @binding(10) var<storage, read_write> params: Params;
 
-// The members' partial sums of one bias bucket, one per row of each member.
-var<workgroup> shared_sums: array<f32, WORKGROUP * ROWS>;
-
 @compute @workgroup_size(64, 1, 1)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -46,6 +43,7 @@ fn main(
     let head = wid.z;
     let group_first = params.row_start + (wid.x + wid.y * groups.x) * GROUP_ROWS;
     let last = params.row_start + params.row_count - 1u;
+    let lanes = team_setup(li);
     let team = li / TEAM;
     let member = li % TEAM;
     let query_base = head * params.rows * VEC;
@@ -108,44 +106,30 @@ fn main(
         }
     }
 
-    // The team's sums: member t writes columns t, t + TEAM, … of dq, then buckets one at a time.
-    workgroupBarrier();
-    for (var r = 0u; r < ROWS; r++) {
-        for (var c = 0u; c < VEC; c++) {
-            shared_vecs[(li * ROWS + r) * VEC + c] = dq[r][c];
-        }
-    }
-    workgroupBarrier();
-    let team_first = team * TEAM;
+    // The team's sums: member t writes columns t, t + TEAM, … of dq and buckets 4t … 4t + 3,
+    // 4(t + TEAM) …, of each row.
     for (var r = 0u; r < ROWS; r++) {
         let row = group_first + team * ROWS + r;
-        if (row <= last) {
-            for (var c = member; c < VEC; c += TEAM) {
-                var total = vec4<f32>(0.0);
-                for (var j = 0u; j < TEAM; j++) {
-                    total += shared_vecs[((team_first + j) * ROWS + r) * VEC + c];
-                }
+        let writes = row <= last;
+        for (var c = 0u; c < VEC; c++) {
+            let total = team_sum4(lanes, dq[r][c]);
+            if (writes && c % TEAM == member) {
                 d_q[query_base + row * VEC + c] = total * params.scale;
             }
         }
-    }
-    for (var b = 0u; b < BUCKETS; b++) {
-        for (var r = 0u; r < ROWS; r++) {
-            shared_sums[li * ROWS + r] = db[r][b];
-        }
-        workgroupBarrier();
-        if (member == 0u) {
-            for (var r = 0u; r < ROWS; r++) {
-                let row = group_first + team * ROWS + r;
-                if (row <= last) {
-                    var total = 0.0;
-                    for (var j = 0u; j < TEAM; j++) {
-                        total += shared_sums[(team_first + j) * ROWS + r];
-                    }
-                    d_bias[(head * params.rows + row) * BUCKETS + b] = total;
+        for (var b = 0u; b < BUCKETS; b += 4u) {
+            var four = vec4<f32>(0.0);
+            for (var i = 0u; i < 4u; i++) {
+                if (b + i < BUCKETS) {
+                    four[i] = db[r][b + i];
+                }
+            }
+            let total = team_sum4(lanes, four);
+            if (writes && b / 4u % TEAM == member) {
+                for (var i = 0u; i < min(4u, BUCKETS - b); i++) {
+                    d_bias[(head * params.rows + row) * BUCKETS + b + i] = total[i];
                 }
             }
         }
-        workgroupBarrier();
     }
 }

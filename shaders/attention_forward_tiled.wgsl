@@ -2,7 +2,8 @@
 // query rows of one head and walks the keys in tiles of TILE, staging each tile's keys, values
 // and pair buckets in workgroup memory once for all its rows. A team of TEAM invocations shares
 // each query row: member t scores keys t, t + TEAM, … of the tile with its own online softmax,
-// and the team merges its partial (max, sum, accumulator) through workgroup memory at the end.
+// and the team merges its partial (max, sum, accumulator) at the end (shaders/include/team.wgsl:
+// by subgroup shuffles where the adapter has them, else through workgroup memory).
 // Same bindings, parameters and results as attention_forward.wgsl (see there).
 //
 // Dispatch, once per block of pair rows: workgroups (x, y, heads) of 64 invocations with
@@ -10,8 +11,9 @@
 // GROUP_ROWS · (wid.x + wid.y · x) … of the block, of head wid.z.
 // The host specialises HEAD_DIM, BUCKETS, TEAM (divides 64), ROWS (rows per team), TILE
 // (a multiple of 4 and of TEAM), GROUP_ROWS = 64 / TEAM · ROWS and SHARED_VECS =
-// max(2 · TILE, 64 · ROWS) · HEAD_DIM / 4, within the adapter's workgroup storage.
-// The host puts shaders/include/attention_params.wgsl, bias.wgsl and row_tiles.wgsl before this file (Shader::source).
+// 2 · TILE · HEAD_DIM / 4, within the adapter's workgroup storage.
+// The host puts shaders/include/attention_params.wgsl, bias.wgsl, row_tiles.wgsl, team.wgsl and
+// team_workgroup.wgsl or team_subgroups.wgsl before this file (Shader::source).
 
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
@@ -34,9 +36,6 @@ const NEG: f32 = -1.0e30;
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(7) var<storage, read_write> params: Params;
 
-// Each member's running max and sum per row, for the team's merge.
-var<workgroup> shared_stats: array<vec2<f32>, WORKGROUP * ROWS>;
-
 @compute @workgroup_size(64, 1, 1)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -47,6 +46,7 @@ fn main(
     let head = wid.z;
     let group_first = params.row_start + (wid.x + wid.y * groups.x) * GROUP_ROWS;
     let last = params.row_start + params.row_count - 1u;
+    let lanes = team_setup(li);
     let team = li / TEAM;
     let member = li % TEAM;
     let query_base = head * params.rows * VEC;
@@ -112,45 +112,21 @@ fn main(
         }
     }
 
-    // The team's merge: every member rescales to the team's max; member t then sums columns
-    // t, t + TEAM, … of the team's accumulators and writes them.
-    workgroupBarrier();
-    for (var r = 0u; r < ROWS; r++) {
-        shared_stats[li * ROWS + r] = vec2<f32>(m[r], l[r]);
-    }
-    workgroupBarrier();
-    let team_first = team * TEAM;
-    for (var r = 0u; r < ROWS; r++) {
-        var team_max = NEG;
-        for (var j = 0u; j < TEAM; j++) {
-            team_max = max(team_max, shared_stats[(team_first + j) * ROWS + r].x);
-        }
-        var team_sum = 0.0;
-        for (var j = 0u; j < TEAM; j++) {
-            let stats = shared_stats[(team_first + j) * ROWS + r];
-            team_sum += stats.y * exp(stats.x - team_max);
-        }
-        let scale = exp(m[r] - team_max) / team_sum;
-        for (var c = 0u; c < VEC; c++) {
-            shared_vecs[(li * ROWS + r) * VEC + c] = acc[r][c] * scale;
-        }
-        m[r] = team_max;
-        l[r] = team_sum;
-    }
-    workgroupBarrier();
+    // The team's merge: every member rescales to the team's max, the team sums, and member t
+    // writes columns t, t + TEAM, … of each row.
     for (var r = 0u; r < ROWS; r++) {
         let row = group_first + team * ROWS + r;
-        if (row <= last) {
-            for (var c = member; c < VEC; c += TEAM) {
-                var total = vec4<f32>(0.0);
-                for (var j = 0u; j < TEAM; j++) {
-                    total += shared_vecs[((team_first + j) * ROWS + r) * VEC + c];
-                }
-                out[query_base + row * VEC + c] = total;
+        let row_max = team_max(lanes, m[r]);
+        let rescale = exp(m[r] - row_max);
+        let row_sum = team_sum4(lanes, vec4<f32>(l[r] * rescale, 0.0, 0.0, 0.0)).x;
+        for (var c = 0u; c < VEC; c++) {
+            let total = team_sum4(lanes, acc[r][c] * rescale);
+            if (row <= last && c % TEAM == member) {
+                out[query_base + row * VEC + c] = total / row_sum;
             }
-            if (member == 0u) {
-                lse[head * params.rows + row] = m[r] + log(l[r]);
-            }
+        }
+        if (row <= last && member == 0u) {
+            lse[head * params.rows + row] = row_max + log(row_sum);
         }
     }
 }

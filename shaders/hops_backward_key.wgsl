@@ -18,11 +18,13 @@
 //  11 d_v       vec4<f32> [heads, keys, head_dim / 4]  gradient of the values (written)
 //  12 order    u32 [keys]  the key of each invocation slot: keys by pair count, most first
 //  13 params   Params
-// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ keys, x ≤ 65535; one invocation per slot
-// gid.x + gid.y · 64 · x, of head gid.z, for key order[slot] (the host orders the keys so
-// that the lanes of a SIMD group have alike loop counts).
-// HEAD_DIM and BUCKETS are specialised by the host before compilation.
-// The host puts shaders/include/bias.wgsl before this file (Shader::source).
+// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ keys · TEAM, x ≤ 65535; a team of TEAM
+// invocations per slot (gid.x + gid.y · 64 · x) / TEAM, of head gid.z, for key order[slot]
+// (the host orders the keys so that the lanes of a SIMD group have alike loop counts); member
+// t takes the key's pairs t, t + TEAM, …, and the team sums dk and dv at the end.
+// HEAD_DIM, BUCKETS and TEAM are specialised by the host before compilation. The host puts
+// shaders/include/bias.wgsl, team.wgsl and team_workgroup.wgsl or team_subgroups.wgsl before
+// this file (Shader::source).
 
 struct Params {
     heads: u32,
@@ -38,6 +40,8 @@ struct Params {
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 8u;
+const TEAM: u32 = 1u;
+const WORKGROUP: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -61,14 +65,17 @@ fn bucket_of(pair: u32) -> u32 {
 @compute @workgroup_size(64, 1, 1)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let slot = gid.x + gid.y * groups.x * 64u;
+    let lanes = team_setup(li);
+    let index = gid.x + gid.y * groups.x * 64u;
+    let slot = index / TEAM;
+    let member = index % TEAM;
     let head = gid.z;
-    if (slot >= params.keys) {
-        return;
-    }
-    let key = order[slot];
+    // No early return for slots past the keys: the team reductions need every invocation.
+    let in_range = slot < params.keys;
+    let key = order[min(slot, params.keys - 1u)];
     let table_base = head * params.buckets;
     load_bias_row(table_base);
     let key_base = (head * params.keys + key) * VEC;
@@ -83,7 +90,7 @@ fn main(
         dv[c] = vec4<f32>(0.0);
     }
     let end = offsets[key + 1u];
-    for (var t = offsets[key]; t < end; t++) {
+    for (var t = offsets[key] + member; t < end; t += TEAM) {
         let at = head * params.rows + rows_of[t];
         let row_base = at * VEC;
         var score = bias(table_base, bucket_of(t));
@@ -99,8 +106,13 @@ fn main(
             dk[c] += ds * q[row_base + c];
         }
     }
+    // The team's sums: member t writes columns t, t + TEAM, … of dk and dv.
     for (var c = 0u; c < VEC; c++) {
-        d_k[key_base + c] = dk[c] * params.scale;
-        d_v[key_base + c] = dv[c];
+        let dk_total = team_sum4(lanes, dk[c]);
+        let dv_total = team_sum4(lanes, dv[c]);
+        if (in_range && c % TEAM == member) {
+            d_k[key_base + c] = dk_total * params.scale;
+            d_v[key_base + c] = dv_total;
+        }
     }
 }

@@ -18,11 +18,11 @@
 //                                          (written; the host sums over rows)
 //  12 order    u32 [rows]  the row of each invocation slot: rows by pair count, most first
 //  13 params   Params
-// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ rows, x ≤ 65535; one invocation per
-// slot gid.x + gid.y · 64 · x, of head gid.z, for query row order[slot] (the host orders the
-// rows so that the lanes of a SIMD group have alike loop counts).
-// HEAD_DIM and BUCKETS are specialised by the host before compilation.
-// The host puts shaders/include/bias.wgsl before this file (Shader::source).
+// Dispatch: as hops_forward.wgsl (a team of TEAM invocations per query row, member t taking
+// the row's pairs t, t + TEAM, …, the team summing dq and the bias sums at the end).
+// HEAD_DIM, BUCKETS and TEAM are specialised by the host before compilation. The host puts
+// shaders/include/bias.wgsl, team.wgsl and team_workgroup.wgsl or team_subgroups.wgsl before
+// this file (Shader::source).
 
 struct Params {
     heads: u32,
@@ -38,6 +38,8 @@ struct Params {
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 8u;
+const TEAM: u32 = 1u;
+const WORKGROUP: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> k: array<vec4<f32>>;
@@ -61,14 +63,17 @@ fn bucket_of(pair: u32) -> u32 {
 @compute @workgroup_size(64, 1, 1)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let slot = gid.x + gid.y * groups.x * 64u;
+    let lanes = team_setup(li);
+    let index = gid.x + gid.y * groups.x * 64u;
+    let slot = index / TEAM;
+    let member = index % TEAM;
     let head = gid.z;
-    if (slot >= params.rows) {
-        return;
-    }
-    let row = order[slot];
+    // No early return for slots past the rows: the team reductions need every invocation.
+    let in_range = slot < params.rows;
+    let row = order[min(slot, params.rows - 1u)];
     let table_base = head * params.buckets;
     load_bias_row(table_base);
     let at = head * params.rows + row;
@@ -89,7 +94,7 @@ fn main(
     let row_lse = lse[at];
     let row_delta = delta[at];
     let end = offsets[row + 1u];
-    for (var t = offsets[row]; t < end; t++) {
+    for (var t = offsets[row] + member; t < end; t += TEAM) {
         let key_base = key_base_of_head + keys_of[t] * VEC;
         let bucket = bucket_of(t);
         var score = bias(table_base, bucket);
@@ -106,11 +111,27 @@ fn main(
             d_row[b] += select(0.0, ds, bucket == b);
         }
     }
+    // The team's sums: member t writes columns t, t + TEAM, … of dq and buckets 4t … 4t + 3,
+    // 4(t + TEAM) ….
     for (var c = 0u; c < VEC; c++) {
-        d_q[query_base + c] = dq[c] * params.scale;
+        let total = team_sum4(lanes, dq[c]);
+        if (in_range && c % TEAM == member) {
+            d_q[query_base + c] = total * params.scale;
+        }
     }
     let bias_base = at * params.buckets;
-    for (var b = 0u; b < BUCKETS; b++) {
-        d_bias[bias_base + b] = d_row[b];
+    for (var b = 0u; b < BUCKETS; b += 4u) {
+        var four = vec4<f32>(0.0);
+        for (var i = 0u; i < 4u; i++) {
+            if (b + i < BUCKETS) {
+                four[i] = d_row[b + i];
+            }
+        }
+        let total = team_sum4(lanes, four);
+        if (in_range && b / 4u % TEAM == member) {
+            for (var i = 0u; i < min(4u, BUCKETS - b); i++) {
+                d_bias[bias_base + b + i] = total[i];
+            }
+        }
     }
 }

@@ -15,12 +15,15 @@
 //                                                     -1e30 for a row without pairs)
 //   9 order    u32 [rows]  the row of each invocation slot: rows by pair count, most first
 //  10 params   Params
-// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ rows, x ≤ 65535; one invocation per
-// slot gid.x + gid.y · 64 · x, of head gid.z, for query row order[slot] (the host orders the
-// rows so that the lanes of a SIMD group have alike loop counts). Every index is bounded by the
-// host: keys of pairs < keys, buckets < buckets, order a permutation of the rows.
-// HEAD_DIM and BUCKETS are specialised by the host before compilation.
-// The host puts shaders/include/bias.wgsl before this file (Shader::source).
+// Dispatch: workgroups (x, y, heads) with x · y · 64 ≥ rows · TEAM, x ≤ 65535; a team of TEAM
+// invocations per slot (gid.x + gid.y · 64 · x) / TEAM, of head gid.z, for query row
+// order[slot] (the host orders the rows so that the lanes of a SIMD group have alike loop
+// counts). Member t of a team takes the row's pairs t, t + TEAM, … with its own online
+// softmax, and the team merges at the end (shaders/include/team.wgsl). Every index is bounded
+// by the host: keys of pairs < keys, buckets < buckets, order a permutation of the rows.
+// HEAD_DIM, BUCKETS and TEAM (1, 2, 4, … up to 64) are specialised by the host before
+// compilation. The host puts shaders/include/bias.wgsl, team.wgsl and team_workgroup.wgsl or
+// team_subgroups.wgsl before this file (Shader::source).
 
 struct Params {
     heads: u32,
@@ -36,6 +39,8 @@ struct Params {
 const HEAD_DIM: u32 = 32u;
 const VEC: u32 = HEAD_DIM / 4u;
 const BUCKETS: u32 = 8u;
+const TEAM: u32 = 1u;
+const WORKGROUP: u32 = 64u;
 const NEG: f32 = -1.0e30;
 
 @group(0) @binding(0) var<storage, read_write> q: array<vec4<f32>>;
@@ -57,14 +62,17 @@ fn bucket_of(pair: u32) -> u32 {
 @compute @workgroup_size(64, 1, 1)
 fn main(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
     @builtin(num_workgroups) groups: vec3<u32>,
 ) {
-    let slot = gid.x + gid.y * groups.x * 64u;
+    let lanes = team_setup(li);
+    let index = gid.x + gid.y * groups.x * 64u;
+    let slot = index / TEAM;
+    let member = index % TEAM;
     let head = gid.z;
-    if (slot >= params.rows) {
-        return;
-    }
-    let row = order[slot];
+    // No early return for slots past the rows: the team reductions need every invocation.
+    let in_range = slot < params.rows;
+    let row = order[min(slot, params.rows - 1u)];
     let table_base = head * params.buckets;
     load_bias_row(table_base);
     let query_base = (head * params.rows + row) * VEC;
@@ -78,7 +86,7 @@ fn main(
     var m = NEG;
     var l = 0.0;
     let end = offsets[row + 1u];
-    for (var t = offsets[row]; t < end; t++) {
+    for (var t = offsets[row] + member; t < end; t += TEAM) {
         let key_base = key_base_of_head + keys_of[t] * VEC;
         var score = bias(table_base, bucket_of(t));
         for (var c = 0u; c < VEC; c++) {
@@ -93,9 +101,19 @@ fn main(
         }
         m = m_new;
     }
-    let inverse = select(0.0, 1.0 / l, l > 0.0);
+    // The team's merge: every member rescales to the team's max (a member without pairs
+    // holds nothing), the team sums, and member t writes columns t, t + TEAM, ….
+    let row_max = team_max(lanes, m);
+    let rescale = select(0.0, exp(m - row_max), l > 0.0);
+    let row_sum = team_sum4(lanes, vec4<f32>(l * rescale, 0.0, 0.0, 0.0)).x;
+    let inverse = select(0.0, 1.0 / row_sum, row_sum > 0.0);
     for (var c = 0u; c < VEC; c++) {
-        out[query_base + c] = acc[c] * inverse;
+        let total = team_sum4(lanes, acc[c] * rescale);
+        if (in_range && c % TEAM == member) {
+            out[query_base + c] = total * inverse;
+        }
     }
-    lse[head * params.rows + row] = select(NEG, m + log(l), l > 0.0);
+    if (in_range && member == 0u) {
+        lse[head * params.rows + row] = select(NEG, row_max + log(row_sum), row_sum > 0.0);
+    }
 }

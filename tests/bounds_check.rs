@@ -18,8 +18,8 @@ use megagraph_engine::{
     kernels::{
         CsrIndex, DropoutMask, HopsIndex, RowNumbering,
         plan::{
-            AttentionShape, ColumnSumShape, DropoutShape, HopsShape, LaunchPlan, SparseShape,
-            Tiling,
+            AttentionShape, ColumnSumShape, DropoutShape, HopsShape, HopsTeam, LaunchPlan,
+            SparseShape, Tiling,
         },
         shaders::Shader,
     },
@@ -112,11 +112,12 @@ fn bounds_checked(source: &str, oob_binding: usize) -> String {
     checked
 }
 
-/// A wgpu device on the first adapter, and pipelines compiled once per specialisation.
+/// A wgpu device on the first adapter (with subgroups where it has them), and pipelines
+/// compiled once per specialisation.
 struct Harness {
     device: wgpu::Device,
     queue: wgpu::Queue,
-    pipelines: HashMap<(Shader, Vec<(&'static str, u32)>), wgpu::ComputePipeline>,
+    pipelines: HashMap<(Shader, Vec<(&'static str, u32)>, bool), wgpu::ComputePipeline>,
 }
 
 /// What a launch indexed past its buffers: the bitmask of bindings and the largest index.
@@ -132,6 +133,7 @@ impl Harness {
         let adapter = pollster::block_on(instance.request_adapter(&Default::default()))?;
         let descriptor = wgpu::DeviceDescriptor {
             label: Some("bounds-check"),
+            required_features: adapter.features() & wgpu::Features::SUBGROUP,
             required_limits: adapter.limits(),
             ..Default::default()
         };
@@ -146,12 +148,9 @@ impl Harness {
     fn pipeline(&mut self, plan: &LaunchPlan) -> &wgpu::ComputePipeline {
         let device = &self.device;
         self.pipelines
-            .entry((plan.shader, plan.constants.clone()))
+            .entry((plan.shader, plan.constants.clone(), plan.subgroups))
             .or_insert_with(|| {
-                let source = bounds_checked(
-                    &plan.shader.specialised(&plan.constants),
-                    plan.shader.binding_count(),
-                );
+                let source = bounds_checked(&plan.source(), plan.shader.binding_count());
                 // SAFETY: as cubecl does (no naga bounds checks): the rewrite checks every access.
                 let module = unsafe {
                     device.create_shader_module_trusted(
@@ -270,11 +269,19 @@ fn attention_plans(shape: AttentionShape, block_rows: usize) -> Vec<LaunchPlan> 
             team: 1,
             rows: 1,
             tile: 32,
+            subgroups: false,
         }),
         Some(Tiling {
             team: 8,
             rows: 2,
             tile: 64,
+            subgroups: false,
+        }),
+        Some(Tiling {
+            team: 8,
+            rows: 2,
+            tile: 64,
+            subgroups: true,
         }),
     ];
     let mut plans = Vec::new();
@@ -515,20 +522,38 @@ fn hops_plans(
         data.push((order.0, words(order.1)));
         data
     };
-    vec![
-        (
-            shape.launch(Shader::HopsForward),
-            with(&by_row, (9, index.row_order())),
-        ),
-        (
-            shape.launch(Shader::HopsBackwardQuery),
-            with(&by_row, (12, index.row_order())),
-        ),
-        (
-            shape.launch(Shader::HopsBackwardKey),
-            with(&by_key, (12, index.key_order())),
-        ),
-    ]
+    // One invocation per row, and teams of 8 through workgroup memory and by subgroups (their
+    // slots past the rows read the last row's pairs).
+    let teams = [
+        HopsTeam::SINGLE,
+        HopsTeam {
+            size: 8,
+            subgroups: false,
+        },
+        HopsTeam {
+            size: 8,
+            subgroups: true,
+        },
+    ];
+    teams
+        .into_iter()
+        .flat_map(|team| {
+            [
+                (
+                    shape.launch(Shader::HopsForward, team),
+                    with(&by_row, (9, index.row_order())),
+                ),
+                (
+                    shape.launch(Shader::HopsBackwardQuery, team),
+                    with(&by_row, (12, index.row_order())),
+                ),
+                (
+                    shape.launch(Shader::HopsBackwardKey, team),
+                    with(&by_key, (12, index.key_order())),
+                ),
+            ]
+        })
+        .collect()
 }
 
 #[test]

@@ -95,6 +95,7 @@ fn bench_attention_hops_reports_pairs_beside_the_dense_kernels_and_the_reference
         "8",
         "--export-pairs",
         pairs_arg,
+        "--variants",
         "--json",
     ])?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
@@ -111,6 +112,21 @@ fn bench_attention_hops_reports_pairs_beside_the_dense_kernels_and_the_reference
             .as_f64()
             .ok_or_else(|| format!("{key} missing or not a number: {report}"))?;
         assert!(value > 0.0, "{key} = {value}");
+    }
+    // --variants: one invocation per row (the default, which ran) and teams of several.
+    assert_eq!(report["team"], "team:1");
+    let teams = report["team_variants"]
+        .as_array()
+        .ok_or_else(|| format!("no team_variants: {report}"))?;
+    assert_eq!(teams[0]["team"], "team:1", "{report}");
+    assert!(teams.len() >= 3, "{report}");
+    for team in teams {
+        assert!(
+            team["forward_backward_ms"]
+                .as_f64()
+                .is_some_and(|ms| ms > 0.0),
+            "{team}"
+        );
     }
     // The exported pairs are a zip of offsets, keys and buckets.
     let file = std::fs::File::open(&pairs)?;

@@ -2,7 +2,9 @@
 //! global tokens) on wgpu, and their plain-op implementation on the CPU backend, against the
 //! oracle: the same attention from gathers and segment sums, differentiated by burn itself
 //! on the CPU backend. Checked: the output, the log-sum-exp, and the gradients of Q, K, V and
-//! the bias table, with and without a gradient flowing into the log-sum-exp.
+//! the bias table, with and without a gradient flowing into the log-sum-exp, with one
+//! invocation per row and with every team of several (through workgroup memory and by subgroup
+//! shuffles).
 //!
 //! Tolerance: per tensor, max |kernel − oracle| ≤ 1e-4 · max |oracle| + 1e-6 (f32 sums in
 //! other orders).
@@ -10,16 +12,19 @@
 use megagraph_engine::{
     burn::backend::wgpu::WgpuDevice,
     burn::tensor::{Tensor, TensorData, backend::AutodiffBackend},
-    device::{CpuAutodiff, WgpuAutodiff},
+    device::{CpuAutodiff, WgpuAutodiff, open_wgpu},
     graph::{Csr, NearLimits, NearPairs, RmatParams, rmat},
     kernels::{
-        HopsAttentionBackend, HopsIndex, HopsPattern, hops::reference, hops_attention,
-        hops_attention_with_lse,
+        HopsAttentionBackend, HopsIndex, HopsPattern,
+        hops::reference,
+        hops_attention, hops_attention_with_lse,
+        plan::HopsTeam,
+        tuning::{hops_candidates_on, select_hops_team},
     },
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
-use crate::common::{TestResult, assert_close, wgpu_device};
+use crate::common::{TestError, TestResult, assert_close, wgpu_device};
 
 /// One case: a pattern of pairs and the attention's shape.
 struct Case {
@@ -105,7 +110,9 @@ fn run<B: AutodiffBackend + HopsAttentionBackend>(
     ]
 }
 
-fn check(case: &Case, seed: u64, wgpu: &WgpuDevice) -> TestResult {
+/// `case` on `wgpu` with each of `teams` (its own selection when empty) and, once, the CPU
+/// formulas, against the oracle.
+fn check(case: &Case, seed: u64, wgpu: &WgpuDevice, teams: &[HopsTeam]) -> TestResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let (h, d, nb) = (case.heads, case.head_dim, case.buckets);
     let (r, s) = (case.index.rows(), case.index.keys());
@@ -122,9 +129,19 @@ fn check(case: &Case, seed: u64, wgpu: &WgpuDevice) -> TestResult {
     let cpu = Default::default();
     for loss in [Loss::Output, Loss::OutputAndLse] {
         let oracle = run::<CpuAutodiff>(case, &host, loss, Implementation::Oracle, &cpu);
-        let on_wgpu = run::<WgpuAutodiff>(case, &host, loss, Implementation::Kernels, wgpu);
-        let on_cpu = run::<CpuAutodiff>(case, &host, loss, Implementation::Kernels, &cpu);
-        for (implementation, got) in [("wgpu kernels", &on_wgpu), ("cpu formulas", &on_cpu)] {
+        let mut results = Vec::new();
+        if teams.is_empty() {
+            let on_wgpu = run::<WgpuAutodiff>(case, &host, loss, Implementation::Kernels, wgpu);
+            results.push(("wgpu kernels".to_string(), on_wgpu));
+            let on_cpu = run::<CpuAutodiff>(case, &host, loss, Implementation::Kernels, &cpu);
+            results.push(("cpu formulas".to_string(), on_cpu));
+        }
+        for &team in teams {
+            select_hops_team(wgpu, team);
+            let on_wgpu = run::<WgpuAutodiff>(case, &host, loss, Implementation::Kernels, wgpu);
+            results.push((format!("wgpu kernels, {team}"), on_wgpu));
+        }
+        for (implementation, got) in &results {
             for (name, (g, want)) in ["output", "lse", "dQ", "dK", "dV", "dTable"]
                 .iter()
                 .zip(got.iter().zip(&oracle))
@@ -163,11 +180,9 @@ fn near_case(name: &str, limits: NearLimits, tokens: usize, heads: usize, head_d
     }
 }
 
-#[test]
-fn hops_attention_matches_the_oracle() -> TestResult {
-    let Some(device) = wgpu_device("hops_attention_matches_the_oracle")? else {
-        return Ok(());
-    };
+/// The cases: R-MAT near pairs with and without tokens, distances past the table, a
+/// context-parallel shard, and token rows.
+fn cases() -> Result<Vec<Case>, TestError> {
     let limits = |hops, max_pairs| NearLimits {
         hops,
         max_pairs,
@@ -237,8 +252,34 @@ fn hops_attention_matches_the_oracle() -> TestResult {
         buckets: 9,
         index: HopsIndex::new(300, (0..2).map(|_| (0..300u32).map(|k| (k, 8u8)))),
     });
-    for (seed, case) in cases.iter().enumerate() {
-        check(case, seed as u64, &device)?;
+    Ok(cases)
+}
+
+#[test]
+fn hops_attention_matches_the_oracle() -> TestResult {
+    let Some(device) = wgpu_device("hops_attention_matches_the_oracle")? else {
+        return Ok(());
+    };
+    for (seed, case) in cases()?.iter().enumerate() {
+        check(case, seed as u64, &device, &[])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn every_hops_team_matches_the_oracle() -> TestResult {
+    if wgpu_device("every_hops_team_matches_the_oracle")?.is_none() {
+        return Ok(());
+    }
+    // A device of its own: the team is set per device.
+    let device = open_wgpu(None)?;
+    let teams: Vec<HopsTeam> = hops_candidates_on(&device)
+        .into_iter()
+        .filter(|team| *team != HopsTeam::SINGLE)
+        .collect();
+    assert!(!teams.is_empty(), "no team of several invocations");
+    for (seed, case) in cases()?.iter().enumerate() {
+        check(case, seed as u64, &device, &teams)?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! Every WGSL shader parses, validates and translates with naga on the CPU, and declares
-//! exactly the bindings the Rust side binds (no adapter needed).
+//! Every WGSL shader, with its team reductions through workgroup memory and by subgroup
+//! shuffles, parses, validates and translates with naga on the CPU, and declares exactly the
+//! bindings the Rust side binds (no adapter needed).
 
 use megagraph_engine::kernels::{
     plan::{MAX_FUSED_HEAD_DIM, WORKGROUP},
@@ -19,7 +20,16 @@ fn every_shader_validates_and_translates_to_all_targets() -> TestResult {
             _ => Some(("HEAD_DIM", 64)),
         };
         let specialised = other.map(|constant| shader.specialised(&[constant]));
-        for source in std::iter::once(shader.source().to_string()).chain(specialised) {
+        let sources: Vec<String> = std::iter::once(shader.source().to_string())
+            .chain(specialised)
+            .collect();
+        // Shaders with team reductions also run them by subgroup shuffles.
+        let with_subgroups: Vec<String> = sources
+            .iter()
+            .filter(|_| shader.has_teams())
+            .map(|source| shader.with_subgroups(source))
+            .collect();
+        for source in sources.into_iter().chain(with_subgroups) {
             let out = shader.translate(&source)?;
             assert!(
                 !out.spirv.is_empty(),

@@ -216,6 +216,7 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
             info.name, info.driver, info.driver_info, info.backend
         ),
         software: info.device_type == wgpu::DeviceType::Cpu,
+        subgroups: setup.device.features().contains(wgpu::Features::SUBGROUP),
     };
     let device = init_device(setup, options);
     identities().insert(device.clone(), identity);
@@ -229,6 +230,8 @@ pub struct AdapterIdentity {
     pub key: String,
     /// Whether the adapter is a CPU implementation (lavapipe, WARP, SwiftShader).
     pub software: bool,
+    /// Whether its devices run subgroup operations (`Features::SUBGROUP` requested and granted).
+    pub subgroups: bool,
 }
 
 /// The adapter, driver and API of each device [`open_wgpu`] opened.
@@ -249,6 +252,7 @@ pub fn adapter_identity(device: &WgpuDevice) -> AdapterIdentity {
         .unwrap_or_else(|| AdapterIdentity {
             key: "unknown adapter".to_string(),
             software: false,
+            subgroups: false,
         })
 }
 

@@ -4,8 +4,7 @@
 
 const TILE_WORDS: u32 = TILE / 4u + 1u;
 
-// Keys (first TILE · VEC) and values (next TILE · VEC) of a tile; after the last tile, the
-// members' partial sums for the team's merge.
+// Keys (first TILE · VEC) and values (next TILE · VEC) of a tile.
 var<workgroup> shared_vecs: array<vec4<f32>, SHARED_VECS>;
 // Pair buckets of the tile: TILE_WORDS words per row of the workgroup, from the word that holds
 // the row's first key of the tile.

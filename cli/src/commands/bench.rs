@@ -50,8 +50,8 @@ pub struct AttentionArgs {
     /// Skip the reference (it is slow at large S).
     #[arg(long)]
     fused_only: bool,
-    /// Also time every dense kernel shape that fits the adapter (register-blocked and tiled),
-    /// each pinned for forward and backward.
+    /// Also time every kernel shape the adapter runs, each pinned in turn: under full, the
+    /// dense kernels (register-blocked and tiled); under hops, the hops kernels' teams.
     #[arg(long)]
     variants: bool,
     /// full: every pair of S (the dense fused kernels against the reference); hops:K[:MAX]:
@@ -134,6 +134,7 @@ fn hops_attention(args: &AttentionArgs, hops: u8, max_pairs: usize) -> anyhow::R
         max_pairs,
         dense_up_to: args.dense_up_to,
         with_reference: !args.fused_only,
+        with_variants: args.variants,
     };
     let r = bench_hops_attention(shape, args.adapter, args.export_pairs.as_deref())?;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
@@ -156,6 +157,13 @@ fn hops_attention(args: &AttentionArgs, hops: u8, max_pairs: usize) -> anyhow::R
         println!(
             "heads ran {} at a time: one [heads, S, head_dim] tensor exceeds the adapter's binding limit",
             r.heads_per_block
+        );
+    }
+    println!("hops kernels ran with {}", r.team);
+    for v in &r.team_variants {
+        println!(
+            "  {:<20} forward + backward {:>10.2} ms",
+            v.team, v.forward_backward_ms
         );
     }
     for (what, ms, peak) in [

@@ -1,7 +1,8 @@
 //! `megagraph bench attention --scope hops:K`: the hops-scope kernels over the near pairs of an
 //! R-MAT graph of S nodes, forward + backward, with time, peak device memory, the pairs, and,
 //! where they fit on the adapter, the dense fused kernels over all S² pairs and the plain-op
-//! reference over the same near pairs beside them.
+//! reference over the same near pairs beside them; with `--variants`, every team of the hops
+//! kernels the adapter runs.
 
 use std::path::Path;
 
@@ -17,8 +18,11 @@ use crate::{
     device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
     graph::{NearLimits, NearPairs, RmatParams, rmat},
     kernels::{
-        HopsIndex, HopsPattern, PairBuckets, biased_attention, hops::reference, hops_attention,
+        HopsIndex, HopsPattern, PairBuckets, biased_attention,
+        hops::reference,
+        hops_attention,
         plan::MAX_FUSED_HEAD_DIM,
+        tuning::{hops_candidates_on, hops_team, select_hops_team},
     },
     timing::best_seconds_within,
 };
@@ -47,6 +51,17 @@ pub struct HopsBench {
     pub dense_up_to: usize,
     /// Run the plain-op reference over the same pairs too (where its gathers fit).
     pub with_reference: bool,
+    /// Time every team of the hops kernels that the adapter runs, each in turn.
+    pub with_variants: bool,
+}
+
+/// Forward + backward of the hops kernels with one team.
+#[derive(Debug, Clone, Serialize)]
+pub struct HopsTeamTiming {
+    /// The team, as `team:SIZE[:subgroups]`.
+    pub team: String,
+    /// Milliseconds, best of up to 3 after a warm-up.
+    pub forward_backward_ms: f64,
 }
 
 /// What the hops benchmark measured.
@@ -69,6 +84,8 @@ pub struct HopsBenchReport {
     /// Heads per launch: all of them unless one `[heads, S, head_dim]` tensor exceeds the
     /// adapter's binding limit, then the heads run in blocks of this many.
     pub heads_per_block: usize,
+    /// The team the hops kernels ran with (`team:1` unless set otherwise).
+    pub team: String,
     /// Hops kernels forward + backward, best of up to 3 after a warm-up, milliseconds.
     pub hops_ms: f64,
     /// Peak bytes reserved by the hops run's device memory pool.
@@ -87,6 +104,8 @@ pub struct HopsBenchReport {
     pub matmul_peak_gflops: f64,
     /// burn's ndarray matmul on the host CPU, GFLOP/s.
     pub host_matmul_gflops: f64,
+    /// With `--variants`: every team the adapter runs, forward + backward (empty otherwise).
+    pub team_variants: Vec<HopsTeamTiming>,
 }
 
 /// The near pairs of the benchmark's graph: R-MAT of `log2 S` levels, its nodes in their own
@@ -301,6 +320,22 @@ pub fn bench_hops_attention(
         Ok::<_, EngineError>(run_hops(&shape, &index, false, heads_per_block, &device))
     });
     let reference = reference.transpose()?;
+    let team_variants = if shape.with_variants {
+        let device = open_wgpu(Some(index_of_adapter))?;
+        hops_candidates_on(&device)
+            .into_iter()
+            .map(|team| {
+                select_hops_team(&device, team);
+                let (seconds, _) = run_hops(&shape, &index, true, heads_per_block, &device);
+                HopsTeamTiming {
+                    team: team.to_string(),
+                    forward_backward_ms: seconds * 1e3,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let flops = 14.0 * (h * index.pairs() * d) as f64;
     Ok(HopsBenchReport {
         nodes: s,
@@ -311,6 +346,7 @@ pub fn bench_hops_attention(
         pairs_per_node: index.pairs() as f64 / s as f64,
         build_seconds,
         heads_per_block,
+        team: hops_team(&device).to_string(),
         hops_ms: hops_seconds * 1e3,
         hops_peak_bytes,
         hops_gflops: flops / hops_seconds / 1e9,
@@ -320,5 +356,6 @@ pub fn bench_hops_attention(
         reference_peak_bytes: reference.map(|(_, bytes)| bytes),
         matmul_peak_gflops: matmul_gflops::<WgpuBackend>(&device),
         host_matmul_gflops: matmul_gflops::<CpuBackend>(&Default::default()),
+        team_variants,
     })
 }

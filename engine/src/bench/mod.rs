@@ -14,8 +14,7 @@ pub use hops::{HopsBench, HopsBenchReport, bench_hops_attention, bench_pairs, ex
 use std::ops::Range;
 
 use burn::{
-    backend::wgpu::{WgpuDevice, WgpuRuntime},
-    cubecl::Runtime,
+    backend::wgpu::WgpuDevice,
     tensor::{Distribution, Tensor, backend::Backend},
 };
 use serde::Serialize;
@@ -251,11 +250,7 @@ fn time_kernel_variants(shape: AttentionBench, device: &WgpuDevice) -> Vec<Kerne
             pairs.clone(),
         )
     };
-    let limit = WgpuRuntime::client(device)
-        .properties()
-        .hardware
-        .max_shared_memory_size as u64;
-    let timings = tuning::candidates(d, limit)
+    let timings = tuning::candidates_on(device, d)
         .into_iter()
         .map(|kernel| {
             tuning::select_kernels(device, Selection::Pinned(kernel));

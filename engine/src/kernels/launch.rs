@@ -21,23 +21,34 @@ use super::{
 /// A tensor of the wgpu backend.
 pub(super) type Cube = CubeTensor<WgpuRuntime>;
 
-/// A shader with the values of its specialised constants: what cubecl compiles and caches.
+/// A shader with the values of its specialised constants, and whether its team reductions use
+/// subgroups: what cubecl compiles and caches.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct WgslKernel {
     shader: Shader,
     constants: Vec<(&'static str, u32)>,
+    subgroups: bool,
 }
 
 impl WgslKernel {
-    /// `shader` with its `const NAME: u32` lines set to `constants`.
-    pub(super) fn new(shader: Shader, constants: Vec<(&'static str, u32)>) -> Self {
-        Self { shader, constants }
+    /// `shader` with its `const NAME: u32` lines set to `constants`, its team reductions by
+    /// subgroup shuffles if `subgroups`.
+    pub(super) fn new(
+        shader: Shader,
+        constants: Vec<(&'static str, u32)>,
+        subgroups: bool,
+    ) -> Self {
+        Self {
+            shader,
+            constants,
+            subgroups,
+        }
     }
 }
 
 impl KernelSource for WgslKernel {
     fn source(&self) -> SourceTemplate {
-        SourceTemplate::new(self.shader.specialised(&self.constants))
+        SourceTemplate::new(self.shader.kernel_source(&self.constants, self.subgroups))
     }
 
     fn id(&self) -> KernelId {
@@ -68,6 +79,7 @@ pub(super) fn launch(like: &Cube, plan: LaunchPlan, buffers: Vec<Handle>) {
         params,
         groups: [x, y, z],
         binding_bytes,
+        subgroups,
     } = plan;
     assert_eq!(
         buffers.len() + 1,
@@ -87,7 +99,7 @@ pub(super) fn launch(like: &Cube, plan: LaunchPlan, buffers: Vec<Handle>) {
     bindings.push(like.client.create(Bytes::from_bytes_vec(params)).binding());
     like.client.launch(
         Box::new(SourceKernel::new(
-            WgslKernel::new(shader, constants),
+            WgslKernel::new(shader, constants, subgroups),
             CubeDim::new_1d(WORKGROUP),
         )),
         CubeCount::Static(x, y, z),

@@ -75,6 +75,15 @@ pub struct LaunchPlan {
     /// Bindings `0..n - 1`: the least bytes each must hold so that every index the shader forms
     /// from these parameters lies inside it.
     pub binding_bytes: Vec<u64>,
+    /// Whether its team reductions go by subgroup shuffles ([`Shader::with_subgroups`]).
+    pub subgroups: bool,
+}
+
+impl LaunchPlan {
+    /// The WGSL it runs ([`Shader::kernel_source`]).
+    pub fn source(&self) -> String {
+        self.shader.kernel_source(&self.constants, self.subgroups)
+    }
 }
 
 /// Bytes of `count` elements of `size` bytes, checked so that the shader's 32-bit element
@@ -117,9 +126,10 @@ pub struct AttentionShape {
     pub max_bucket: u8,
 }
 
-/// The shape of the tiled forward kernel (`attention_forward_tiled.wgsl`): `team`
-/// invocations share each query row, each team holds `rows` rows, and keys are staged in
-/// workgroup memory `tile` at a time.
+/// The shape of the tiled kernels (`attention_*_tiled.wgsl`): `team` invocations share each
+/// query row (key column), each team holds `rows` of them, the other side is staged in
+/// workgroup memory `tile` at a time, and the team's reductions go by subgroup shuffles or
+/// through workgroup memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Tiling {
     /// Invocations per query row (divides [`WORKGROUP`]).
@@ -128,6 +138,10 @@ pub struct Tiling {
     pub rows: u32,
     /// Keys per tile (a multiple of 4 and of `team`).
     pub tile: u32,
+    /// Whether the team reductions go by subgroup shuffles (adapters with `Features::SUBGROUP`;
+    /// the kernels fall back to workgroup memory where a workgroup's subgroups do not hold its
+    /// teams).
+    pub subgroups: bool,
 }
 
 impl Tiling {
@@ -147,22 +161,23 @@ impl Tiling {
         WORKGROUP / self.team * self.rows
     }
 
-    /// vec4s of the shared tile of two operands, reused for the team's sums.
+    /// vec4s of the shared tile of two operands.
     fn shared_vecs(&self, head_dim: usize) -> u32 {
-        (2 * self.tile).max(WORKGROUP * self.rows) * head_dim as u32 / 4
+        2 * self.tile * head_dim as u32 / 4
     }
 
     /// Workgroup memory the largest of the three tiled kernels declares at `head_dim`, bytes:
     /// the shared vectors, the pair-bucket words (per row of the workgroup in the row kernels,
-    /// per row of the tile in the key kernel), the per-row scalars, and 16 for the uniform loop
-    /// bound (a `u32`, given a vector's alignment).
+    /// per row of the tile in the key kernel), the key kernel's per-row scalars, the team
+    /// reductions' vec4 per invocation and, 16 bytes each given a vector's alignment, the
+    /// uniform loop bound and the subgroup check's two words.
     pub fn workgroup_bytes(&self, head_dim: usize) -> u64 {
         let vecs = u64::from(self.shared_vecs(head_dim)) * 16;
-        let row_kernels = u64::from(self.group_rows() * (self.tile / 4 + 1)) * 4
-            + u64::from(WORKGROUP * self.rows) * 8;
+        let row_kernels = u64::from(self.group_rows() * (self.tile / 4 + 1)) * 4;
         let key_kernel =
             u64::from(self.tile * (self.group_rows() / 4 + 1)) * 4 + u64::from(self.tile) * 8;
-        vecs + row_kernels.max(key_kernel) + 16
+        let team = u64::from(WORKGROUP) * 16;
+        vecs + row_kernels.max(key_kernel) + team + 3 * 16
     }
 
     /// The constants of tiled `shader` at `head_dim` (besides `HEAD_DIM` and `BUCKETS`).
@@ -187,16 +202,28 @@ impl Tiling {
 
     /// The tilings worth timing at `head_dim` whose workgroup memory fits `workgroup_limit`
     /// bytes: teams of 1, 4 and 8 invocations, one or two rows per team, each with the larger
-    /// tile (64 or 32 keys) that fits.
-    pub fn candidates(head_dim: usize, workgroup_limit: u64) -> Vec<Tiling> {
+    /// tile (64 or 32 keys) that fits; teams of several invocations once through workgroup
+    /// memory and, where the adapter has `subgroups`, once by subgroup shuffles.
+    pub fn candidates(head_dim: usize, workgroup_limit: u64, subgroups: bool) -> Vec<Tiling> {
         let mut all = Vec::new();
         for team in [1, 4, 8] {
             for rows in [1, 2] {
                 let fits = [64, 32]
                     .into_iter()
-                    .map(|tile| Tiling { team, rows, tile })
+                    .map(|tile| Tiling {
+                        team,
+                        rows,
+                        tile,
+                        subgroups: false,
+                    })
                     .find(|t| t.workgroup_bytes(head_dim) <= workgroup_limit);
                 all.extend(fits);
+                if let Some(tiling) = fits.filter(|_| subgroups && team > 1) {
+                    all.push(Tiling {
+                        subgroups: true,
+                        ..tiling
+                    });
+                }
             }
         }
         all
@@ -268,7 +295,9 @@ impl AttentionShape {
         let invocations = items.div_ceil(tiling.group_rows() as usize) * WORKGROUP as usize;
         let mut constants = self.constants(tiled);
         constants.extend(tiling.constants(tiled, self.head_dim));
-        self.plan(tiled, rows, accumulate, constants, invocations)
+        let mut plan = self.plan(tiled, rows, accumulate, constants, invocations);
+        plan.subgroups = tiling.subgroups;
+        plan
     }
 
     /// The plan of `shader` with `constants`, over `invocations` invocations per head.
@@ -312,6 +341,7 @@ impl AttentionShape {
             params: bytemuck::bytes_of(&params).to_vec(),
             groups: folded_groups(invocations, heads),
             binding_bytes: self.binding_bytes(shader, &rows),
+            subgroups: false,
         }
     }
 
@@ -409,6 +439,7 @@ impl SparseShape {
                 elements("dense operand", (inner * width) as u64, 4),
                 outputs,
             ],
+            subgroups: false,
         }
     }
 }
@@ -431,6 +462,61 @@ pub struct HopsShape {
     pub pairs: usize,
     /// The largest bucket of any pair.
     pub max_bucket: u8,
+}
+
+/// How the hops kernels share a query row (a key in the key kernel): `size` invocations, each
+/// taking every `size`-th pair with its own online softmax or sums, the team reducing at the
+/// end by subgroup shuffles or through workgroup memory. One invocation per row is
+/// [`HopsTeam::SINGLE`], the shape for CPUs and the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct HopsTeam {
+    /// Invocations per row (a power of two up to [`WORKGROUP`]).
+    pub size: u32,
+    /// Whether the team reduces by subgroup shuffles (adapters with `Features::SUBGROUP`).
+    pub subgroups: bool,
+}
+
+impl HopsTeam {
+    /// One invocation per row.
+    pub const SINGLE: HopsTeam = HopsTeam {
+        size: 1,
+        subgroups: false,
+    };
+
+    /// Whether the kernels can take this team: a power of two up to [`WORKGROUP`].
+    pub fn is_valid(&self) -> bool {
+        self.size.is_power_of_two() && self.size <= WORKGROUP
+    }
+
+    /// The teams worth timing: one invocation per row, and teams of 4 and 8 through workgroup
+    /// memory and, where the adapter has `subgroups`, by shuffles.
+    pub fn candidates(subgroups: bool) -> Vec<HopsTeam> {
+        let mut all = vec![HopsTeam::SINGLE];
+        for size in [4, 8] {
+            all.push(HopsTeam {
+                size,
+                subgroups: false,
+            });
+            if subgroups {
+                all.push(HopsTeam {
+                    size,
+                    subgroups: true,
+                });
+            }
+        }
+        all
+    }
+}
+
+impl std::fmt::Display for HopsTeam {
+    /// `team:SIZE`, followed by `:subgroups` where it shuffles.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "team:{}", self.size)?;
+        if self.subgroups {
+            write!(f, ":subgroups")?;
+        }
+        Ok(())
+    }
 }
 
 impl HopsShape {
@@ -462,10 +548,14 @@ impl HopsShape {
         );
     }
 
-    /// The launch of a hops shader: the forward and the query-side backward over the rows, the
-    /// key-side backward over the keys.
-    pub fn launch(&self, shader: Shader) -> LaunchPlan {
+    /// The launch of a hops shader with `team` invocations per row: the forward and the
+    /// query-side backward over the rows, the key-side backward over the keys.
+    pub fn launch(&self, shader: Shader, team: HopsTeam) -> LaunchPlan {
         self.check();
+        assert!(
+            team.is_valid(),
+            "{team}: a team is a power of two up to {WORKGROUP}"
+        );
         let u = |what: &str, value: usize| shader_u32(what, value as u64);
         let params = HopsParams {
             heads: u("heads", self.heads),
@@ -487,10 +577,12 @@ impl HopsShape {
             constants: vec![
                 ("HEAD_DIM", self.head_dim as u32),
                 ("BUCKETS", self.buckets as u32),
+                ("TEAM", team.size),
             ],
             params: bytemuck::bytes_of(&params).to_vec(),
-            groups: folded_groups(items, self.heads),
+            groups: folded_groups(items * team.size as usize, self.heads),
             binding_bytes: self.binding_bytes(shader),
+            subgroups: team.subgroups,
         }
     }
 
@@ -587,6 +679,7 @@ impl DropoutShape {
             params: bytemuck::bytes_of(&params).to_vec(),
             groups: folded_groups(rows * width, 1),
             binding_bytes: vec![bytes, bytes],
+            subgroups: false,
         }
     }
 }
@@ -639,6 +732,7 @@ impl ColumnSumShape {
                 elements("column-sum inputs", (batch * rows * width) as u64, 4),
                 elements("column-sum outputs", (batch * chunks * width) as u64, 4),
             ],
+            subgroups: false,
         }
     }
 }
@@ -667,6 +761,7 @@ mod tests {
             team: 4,
             rows: 2,
             tile: 64,
+            subgroups: true,
         };
         assert_eq!(tiling.group_rows(), 32);
         let groups = |shader| shape.launch_tiled(shader, tiling, 0..100, false).groups;
@@ -678,6 +773,7 @@ mod tests {
         assert_eq!(plan.shader, Shader::AttentionBackwardKeyTiled);
         assert!(plan.constants.contains(&("GROUP_COLS", 32)));
         assert!(plan.constants.contains(&("SHARED_VECS", 128 * 4)));
+        assert!(plan.subgroups && plan.source().contains("subgroupShuffleXor"));
     }
 
     #[test]

@@ -2,6 +2,11 @@
 //! count; sparse product: transposed or not) before compilation, and the `Params` structs they
 //! read.
 
+/// The team reductions through workgroup memory only, as put before the shaders with teams.
+const TEAM_WORKGROUP: &str = include_str!("../../../shaders/include/team_workgroup.wgsl");
+/// The team reductions by subgroup shuffles, with the same functions.
+const TEAM_SUBGROUPS: &str = include_str!("../../../shaders/include/team_subgroups.wgsl");
+
 /// One WGSL shader of `shaders/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Shader {
@@ -70,7 +75,8 @@ impl Shader {
 
     /// The WGSL source, valid with its default constants: the file under `shaders/` after the
     /// shared pieces of `shaders/include/` it uses (the dense attention parameters, the bias
-    /// lookup, the key tiles of the tiled row kernels), which WGSL cannot include itself.
+    /// lookup, the key tiles of the tiled row kernels, the team reductions through workgroup
+    /// memory), which WGSL cannot include itself.
     pub fn source(self) -> &'static str {
         macro_rules! shader {
             ($($file:literal),+) => {
@@ -87,6 +93,8 @@ impl Shader {
                 "include/attention_params.wgsl",
                 "include/bias.wgsl",
                 "include/row_tiles.wgsl",
+                "include/team.wgsl",
+                "include/team_workgroup.wgsl",
                 "attention_forward_tiled.wgsl"
             ),
             Shader::AttentionBackwardQuery => shader!(
@@ -103,17 +111,36 @@ impl Shader {
                 "include/attention_params.wgsl",
                 "include/bias.wgsl",
                 "include/row_tiles.wgsl",
+                "include/team.wgsl",
+                "include/team_workgroup.wgsl",
                 "attention_backward_query_tiled.wgsl"
             ),
             Shader::AttentionBackwardKeyTiled => shader!(
                 "include/attention_params.wgsl",
                 "include/bias.wgsl",
+                "include/team.wgsl",
+                "include/team_workgroup.wgsl",
                 "attention_backward_key_tiled.wgsl"
             ),
             Shader::SparseMatmul => shader!("sparse_matmul.wgsl"),
-            Shader::HopsForward => shader!("include/bias.wgsl", "hops_forward.wgsl"),
-            Shader::HopsBackwardQuery => shader!("include/bias.wgsl", "hops_backward_query.wgsl"),
-            Shader::HopsBackwardKey => shader!("include/bias.wgsl", "hops_backward_key.wgsl"),
+            Shader::HopsForward => shader!(
+                "include/bias.wgsl",
+                "include/team.wgsl",
+                "include/team_workgroup.wgsl",
+                "hops_forward.wgsl"
+            ),
+            Shader::HopsBackwardQuery => shader!(
+                "include/bias.wgsl",
+                "include/team.wgsl",
+                "include/team_workgroup.wgsl",
+                "hops_backward_query.wgsl"
+            ),
+            Shader::HopsBackwardKey => shader!(
+                "include/bias.wgsl",
+                "include/team.wgsl",
+                "include/team_workgroup.wgsl",
+                "hops_backward_key.wgsl"
+            ),
             Shader::ColumnSums => shader!("column_sums.wgsl"),
             Shader::Dropout => shader!("dropout.wgsl"),
         }
@@ -174,6 +201,28 @@ impl Shader {
         }
     }
 
+    /// Whether the shader reduces over teams of invocations (`shaders/include/team.wgsl`), and so
+    /// has a variant that does it by subgroup shuffles ([`Shader::with_subgroups`]).
+    pub fn has_teams(self) -> bool {
+        self.source().contains(TEAM_WORKGROUP)
+    }
+
+    /// `source` (this shader's, specialised or not) with its team reductions by subgroup
+    /// shuffles where the workgroup's subgroups allow them: `include/team_subgroups.wgsl` for
+    /// `include/team_workgroup.wgsl`. For adapters with `Features::SUBGROUP` only. (WGSL
+    /// spells the extension `enable subgroups;`, but naga 29 refuses that directive as not yet
+    /// implemented and takes the subgroup built-ins without it, under its SUBGROUP capability.)
+    ///
+    /// Panics on a shader without teams: the shaders and this code ship together.
+    pub fn with_subgroups(self, source: &str) -> String {
+        assert!(
+            source.contains(TEAM_WORKGROUP),
+            "{} has no team reductions",
+            self.file_name()
+        );
+        source.replacen(TEAM_WORKGROUP, TEAM_SUBGROUPS, 1)
+    }
+
     /// The value of the shader's `const NAME: u32 = ...u;` as written, if it declares one.
     pub fn constant(self, name: &str) -> Option<u32> {
         let prefix = format!("const {name}: u32 = ");
@@ -181,6 +230,17 @@ impl Shader {
         let start = source.find(&prefix)? + prefix.len();
         let text = &source[start..start + source[start..].find(';')?];
         text.trim_end_matches('u').parse().ok()
+    }
+
+    /// What runs: the source [`Shader::specialised`] to `values`, its team reductions by
+    /// subgroup shuffles if `subgroups` ([`Shader::with_subgroups`]).
+    pub fn kernel_source(self, values: &[(&str, u32)], subgroups: bool) -> String {
+        let source = self.specialised(values);
+        if subgroups {
+            self.with_subgroups(&source)
+        } else {
+            source
+        }
     }
 
     /// The source with its `const NAME: u32 = ...;` lines replaced by `values`.

@@ -30,7 +30,7 @@ use cubecl_runtime::config::{CubeClRuntimeConfig, RuntimeConfig};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    plan::{AttentionShape, Tiling},
+    plan::{AttentionShape, HopsTeam, Tiling},
     shaders::Shader,
 };
 use crate::device::adapter_identity;
@@ -62,7 +62,13 @@ impl fmt::Display for AttentionKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AttentionKernel::Registers => write!(f, "registers"),
-            AttentionKernel::Tiled(t) => write!(f, "tiled:{}:{}:{}", t.team, t.rows, t.tile),
+            AttentionKernel::Tiled(t) => {
+                write!(f, "tiled:{}:{}:{}", t.team, t.rows, t.tile)?;
+                if t.subgroups {
+                    write!(f, ":subgroups")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -70,35 +76,57 @@ impl fmt::Display for AttentionKernel {
 impl std::str::FromStr for AttentionKernel {
     type Err = String;
 
-    /// `registers` or `tiled:TEAM:ROWS:TILE`.
+    /// `registers` or `tiled:TEAM:ROWS:TILE`, optionally followed by `:subgroups`.
     fn from_str(text: &str) -> Result<Self, String> {
         if text == "registers" {
             return Ok(AttentionKernel::Registers);
         }
-        let numbers: Option<Vec<u32>> = text
+        let (rest, subgroups) = match text.strip_suffix(":subgroups") {
+            Some(rest) => (rest, true),
+            None => (text, false),
+        };
+        let numbers: Option<Vec<u32>> = rest
             .strip_prefix("tiled:")
             .map(|rest| rest.split(':').map(|n| n.parse().ok()).collect())
             .and_then(|n: Option<Vec<u32>>| n);
-        match numbers.as_deref() {
-            Some(&[team, rows, tile]) if (Tiling { team, rows, tile }).is_valid() => {
-                Ok(AttentionKernel::Tiled(Tiling { team, rows, tile }))
-            }
+        let tiling = match numbers.as_deref() {
+            Some(&[team, rows, tile]) => Some(Tiling {
+                team,
+                rows,
+                tile,
+                subgroups,
+            }),
+            _ => None,
+        };
+        match tiling {
+            Some(tiling) if tiling.is_valid() => Ok(AttentionKernel::Tiled(tiling)),
             _ => Err(format!(
-                "{text:?}: expected registers or tiled:TEAM:ROWS:TILE (TEAM dividing 64, TILE a multiple of 4 and of TEAM)"
+                "{text:?}: expected registers or tiled:TEAM:ROWS:TILE[:subgroups] (TEAM dividing 64, TILE a multiple of 4 and of TEAM)"
             )),
         }
     }
 }
 
-/// The candidates at `head_dim` on an adapter with `workgroup_limit` bytes of workgroup memory.
-pub fn candidates(head_dim: usize, workgroup_limit: u64) -> Vec<AttentionKernel> {
+/// The candidates at `head_dim` on an adapter with `workgroup_limit` bytes of workgroup memory,
+/// with subgroup operations or not.
+pub fn candidates(head_dim: usize, workgroup_limit: u64, subgroups: bool) -> Vec<AttentionKernel> {
     std::iter::once(AttentionKernel::Registers)
         .chain(
-            Tiling::candidates(head_dim, workgroup_limit)
+            Tiling::candidates(head_dim, workgroup_limit, subgroups)
                 .into_iter()
                 .map(AttentionKernel::Tiled),
         )
         .collect()
+}
+
+/// The candidates at `head_dim` on `device`'s adapter: within its workgroup memory, with
+/// subgroup reductions where its device was opened with them.
+pub fn candidates_on(device: &WgpuDevice, head_dim: usize) -> Vec<AttentionKernel> {
+    let limit = WgpuRuntime::client(device)
+        .properties()
+        .hardware
+        .max_shared_memory_size as u64;
+    candidates(head_dim, limit, adapter_identity(device).subgroups)
 }
 
 /// How a device's kernels are chosen.
@@ -114,10 +142,11 @@ pub enum Selection {
 }
 
 /// What the process knows: selections per device, choices per adapter, pass and shape class,
-/// and the last kernel each device ran per pass.
+/// the last kernel each device ran per pass, and each device's hops team.
 #[derive(Default)]
 struct State {
     selections: HashMap<WgpuDevice, Selection>,
+    hops_teams: HashMap<WgpuDevice, HopsTeam>,
     last: HashMap<(WgpuDevice, Pass), AttentionKernel>,
     choices: Option<HashMap<String, AttentionKernel>>,
 }
@@ -131,8 +160,44 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
 }
 
 /// Chooses `device`'s kernels as `selection` says from now on.
+///
+/// Panics on a kernel pinned with subgroup reductions on a device without them: its shader
+/// would not compile there.
 pub fn select_kernels(device: &WgpuDevice, selection: Selection) {
+    if let Selection::Pinned(AttentionKernel::Tiled(tiling)) = selection {
+        assert_subgroups(device, tiling.subgroups, &AttentionKernel::Tiled(tiling));
+    }
     with_state(|s| s.selections.insert(device.clone(), selection));
+}
+
+/// Runs `device`'s hops kernels with `team` from now on ([`HopsTeam::SINGLE`] until then).
+///
+/// Panics on an invalid team, or one with subgroup reductions on a device without them.
+pub fn select_hops_team(device: &WgpuDevice, team: HopsTeam) {
+    assert!(team.is_valid(), "{team}: a team is a power of two up to 64");
+    assert_subgroups(device, team.subgroups, &team);
+    with_state(|s| s.hops_teams.insert(device.clone(), team));
+}
+
+/// The team `device`'s hops kernels run with.
+pub fn hops_team(device: &WgpuDevice) -> HopsTeam {
+    with_state(|s| s.hops_teams.get(device).copied()).unwrap_or(HopsTeam::SINGLE)
+}
+
+/// The hops teams worth timing on `device`'s adapter (with subgroup reductions where its
+/// device was opened with them).
+pub fn hops_candidates_on(device: &WgpuDevice) -> Vec<HopsTeam> {
+    HopsTeam::candidates(adapter_identity(device).subgroups)
+}
+
+/// Panics, naming `what`, if it needs subgroups and `device` has none.
+fn assert_subgroups(device: &WgpuDevice, needs: bool, what: &dyn fmt::Display) {
+    let adapter = adapter_identity(device);
+    assert!(
+        !needs || adapter.subgroups,
+        "{what} reduces by subgroup shuffles, which {} does not run (no Features::SUBGROUP)",
+        adapter.key
+    );
 }
 
 /// The kernel `device` ran last for `pass`, if any.
@@ -256,11 +321,7 @@ fn tuned(
             .copied()
     });
     known.unwrap_or_else(|| {
-        let limit = WgpuRuntime::client(device)
-            .properties()
-            .hardware
-            .max_shared_memory_size as u64;
-        let fastest = candidates(shape.head_dim, limit)
+        let fastest = candidates_on(device, shape.head_dim)
             .into_iter()
             .map(|kernel| (kernel, time_kernel(device, kernel, run)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -291,6 +352,13 @@ mod tests {
                 team: 4,
                 rows: 2,
                 tile: 64,
+                subgroups: false,
+            }),
+            AttentionKernel::Tiled(Tiling {
+                team: 8,
+                rows: 1,
+                tile: 32,
+                subgroups: true,
             }),
         ] {
             assert_eq!(kernel.to_string().parse::<AttentionKernel>(), Ok(kernel));
@@ -300,6 +368,7 @@ mod tests {
             "tiled:4:1:30",
             "tiled:4:0:64",
             "tiled:4",
+            "tiled:4:1:64:shuffles",
             "fast",
         ] {
             assert!(bad.parse::<AttentionKernel>().is_err(), "{bad}");
@@ -308,9 +377,16 @@ mod tests {
 
     #[test]
     fn candidates_fit_the_workgroup_memory() {
-        let all = candidates(32, 32 << 10);
+        let all = candidates(32, 32 << 10, false);
         assert_eq!(all[0], AttentionKernel::Registers);
         assert_eq!(all.len(), 7, "{all:?}");
+        // Teams of 4 and 8 over one and two rows again, by subgroups.
+        let with_subgroups = candidates(32, 32 << 10, true);
+        assert_eq!(with_subgroups.len(), 11, "{with_subgroups:?}");
+        assert!(with_subgroups[1..].iter().all(|kernel| match kernel {
+            AttentionKernel::Tiled(t) => !t.subgroups || t.team > 1,
+            AttentionKernel::Registers => false,
+        }));
         for kernel in &all[1..] {
             let AttentionKernel::Tiled(t) = kernel else {
                 panic!("{kernel:?}")
@@ -318,7 +394,7 @@ mod tests {
             assert!(t.workgroup_bytes(32) <= 32 << 10, "{t:?}");
         }
         // WebGPU's minimum of 16 KiB at head dimension 64 leaves only small tiles, if any.
-        for kernel in &candidates(64, 16 << 10)[1..] {
+        for kernel in &candidates(64, 16 << 10, true)[1..] {
             let AttentionKernel::Tiled(t) = kernel else {
                 panic!("{kernel:?}")
             };

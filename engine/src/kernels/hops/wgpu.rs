@@ -1,6 +1,7 @@
 //! Hops attention on the wgpu backend: `shaders/hops_*.wgsl` through cubecl's raw-source path.
-//! The forward and the query-side backward run one invocation per query row, the key-side
-//! backward one per key over the transposed index.
+//! The forward and the query-side backward run a team of invocations per query row, the
+//! key-side backward a team per key over the transposed index: a team of one unless the
+//! device's team is set otherwise ([`select_hops_team`](crate::kernels::tuning::select_hops_team)).
 
 use burn::{
     backend::wgpu::into_contiguous,
@@ -16,6 +17,7 @@ use crate::kernels::{
     launch::{empty, launch},
     plan::HopsShape,
     shaders::Shader,
+    tuning::hops_team,
 };
 
 /// The shape of the inputs, checked against each other and the pattern.
@@ -85,7 +87,11 @@ impl HopsAttentionBackend for WgpuBackend {
             lse.handle.clone(),
             int(pattern.row_order),
         ];
-        launch(q, shape.launch(Shader::HopsForward), buffers);
+        launch(
+            q,
+            shape.launch(Shader::HopsForward, hops_team(&q.device)),
+            buffers,
+        );
         AttentionSaved { output, lse }
     }
 }
@@ -106,6 +112,7 @@ impl HopsAttentionBackward for WgpuBackend {
             grad_lse,
             shape.gradient_dims(),
         );
+        let team = hops_team(&inputs.q.device);
         let pattern = inputs.pattern.clone();
         let by_row = [
             int(pattern.row_offsets),
@@ -124,7 +131,11 @@ impl HopsAttentionBackward for WgpuBackend {
             &[int(pattern.row_order)],
         ]
         .concat();
-        launch(&inputs.q, shape.launch(Shader::HopsBackwardQuery), query);
+        launch(
+            &inputs.q,
+            shape.launch(Shader::HopsBackwardQuery, team),
+            query,
+        );
         let key = [
             &bindings.operands[..],
             &by_key,
@@ -132,7 +143,7 @@ impl HopsAttentionBackward for WgpuBackend {
             &[int(pattern.key_order)],
         ]
         .concat();
-        launch(&inputs.q, shape.launch(Shader::HopsBackwardKey), key);
+        launch(&inputs.q, shape.launch(Shader::HopsBackwardKey, team), key);
         bindings.grads.into_grads()
     }
 }
