@@ -101,7 +101,7 @@ run_check() {
         step "dense-$s" "$bin" bench attention --nodes "$s" --heads 4 --head-dim 32 "${reference[@]}" --variants --json
     done
     step "hops-$hops_nodes" "$bin" bench attention --scope hops:1 --nodes "$hops_nodes" --heads 4 \
-        --head-dim 16 --fused-only --dense-up-to 0 --export-pairs "$WORK/pairs.npz" --json
+        --head-dim 16 --fused-only --dense-up-to 0 --variants --export-pairs "$WORK/pairs.npz" --json
     if [ -f .gpu/cora.npz ]; then
         step cora "$bin" train --data .gpu/cora.npz --epochs "$epochs" --patience "$epochs" --json
     fi

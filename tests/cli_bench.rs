@@ -114,7 +114,10 @@ fn bench_attention_hops_reports_pairs_beside_the_dense_kernels_and_the_reference
         assert!(value > 0.0, "{key} = {value}");
     }
     // --variants: one invocation per row (the default, which ran) and teams of several.
-    assert_eq!(report["team"], "team:1");
+    assert_eq!(
+        report["chosen_teams"],
+        serde_json::json!(["team:1", "team:1"])
+    );
     let teams = report["team_variants"]
         .as_array()
         .ok_or_else(|| format!("no team_variants: {report}"))?;

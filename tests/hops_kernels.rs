@@ -12,14 +12,17 @@
 use megagraph_engine::{
     burn::backend::wgpu::WgpuDevice,
     burn::tensor::{Tensor, TensorData, backend::AutodiffBackend},
-    device::{CpuAutodiff, WgpuAutodiff, open_wgpu},
+    device::{CpuAutodiff, WgpuAutodiff, adapter_identity, open_wgpu},
     graph::{Csr, NearLimits, NearPairs, RmatParams, rmat},
     kernels::{
         HopsAttentionBackend, HopsIndex, HopsPattern,
         hops::reference,
         hops_attention, hops_attention_with_lse,
         plan::HopsTeam,
-        tuning::{hops_candidates_on, select_hops_team},
+        tuning::{
+            Selection, cache_file, hops_candidates_on, last_hops_teams, select_hops_team,
+            select_kernels,
+        },
     },
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
@@ -280,6 +283,38 @@ fn every_hops_team_matches_the_oracle() -> TestResult {
     assert!(!teams.is_empty(), "no team of several invocations");
     for (seed, case) in cases()?.iter().enumerate() {
         check(case, seed as u64, &device, &teams)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn the_hops_tuner_keeps_a_candidate_per_pass() -> TestResult {
+    if wgpu_device("the_hops_tuner_keeps_a_candidate_per_pass")?.is_none() {
+        return Ok(());
+    }
+    // A device of its own, made to tune whatever its adapter and size.
+    let device = open_wgpu(None)?;
+    select_kernels(&device, Selection::Tuned);
+    check(&cases()?[0], 31, &device, &[])?;
+
+    let candidates = hops_candidates_on(&device);
+    let adapter = adapter_identity(&device).key;
+    let saved: std::collections::HashMap<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(cache_file())?)?;
+    for (pass, team) in ["HopsForward", "HopsBackward"]
+        .into_iter()
+        .zip(last_hops_teams(&device))
+    {
+        let team = team.ok_or("the pass ran no team")?;
+        assert!(candidates.contains(&team), "{pass}: {team} is no candidate");
+        let value = serde_json::to_value(team)?;
+        assert!(
+            saved
+                .iter()
+                .any(|(key, v)| key.starts_with(&format!("{adapter}|{pass}|")) && *v == value),
+            "{pass}: the cache file at {} holds no {team}",
+            cache_file().display()
+        );
     }
     Ok(())
 }

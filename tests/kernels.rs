@@ -415,7 +415,7 @@ fn the_tuner_keeps_the_fastest_candidate_per_adapter_and_shape() -> TestResult {
         buckets: case.buckets,
         max_bucket: (case.buckets - 1) as u8,
     };
-    let saved: std::collections::HashMap<String, AttentionKernel> =
+    let saved: std::collections::HashMap<String, serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(tuning::cache_file())?)?;
     for pass in [Pass::Forward, Pass::Backward] {
         let chosen = tuning::last_kernel(&device, pass).ok_or("the pass ran no kernel")?;
@@ -426,7 +426,7 @@ fn the_tuner_keeps_the_fastest_candidate_per_adapter_and_shape() -> TestResult {
         let key = tuning::choice_key(&adapter_identity(&device).key, pass, &shape);
         assert_eq!(
             saved.get(&key),
-            Some(&chosen),
+            Some(&serde_json::to_value(chosen)?),
             "{pass:?}: the cache file at {} holds the choice under {key}",
             tuning::cache_file().display()
         );

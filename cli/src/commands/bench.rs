@@ -159,7 +159,10 @@ fn hops_attention(args: &AttentionArgs, hops: u8, max_pairs: usize) -> anyhow::R
             r.heads_per_block
         );
     }
-    println!("hops kernels ran with {}", r.team);
+    println!(
+        "hops kernels ran with {} (forward), {} (backward)",
+        r.chosen_teams[0], r.chosen_teams[1]
+    );
     for v in &r.team_variants {
         println!(
             "  {:<20} forward + backward {:>10.2} ms",

@@ -22,7 +22,7 @@ use crate::{
         hops::reference,
         hops_attention,
         plan::MAX_FUSED_HEAD_DIM,
-        tuning::{hops_candidates_on, hops_team, select_hops_team},
+        tuning::{hops_candidates_on, last_hops_teams, select_hops_team},
     },
     timing::best_seconds_within,
 };
@@ -84,8 +84,9 @@ pub struct HopsBenchReport {
     /// Heads per launch: all of them unless one `[heads, S, head_dim]` tensor exceeds the
     /// adapter's binding limit, then the heads run in blocks of this many.
     pub heads_per_block: usize,
-    /// The team the hops kernels ran with (`team:1` unless set otherwise).
-    pub team: String,
+    /// The teams the hops kernels ran with, forward and backward (`team:1` on software
+    /// adapters; chosen by timing on hardware ones from 2^22 pair scores).
+    pub chosen_teams: [String; 2],
     /// Hops kernels forward + backward, best of up to 3 after a warm-up, milliseconds.
     pub hops_ms: f64,
     /// Peak bytes reserved by the hops run's device memory pool.
@@ -346,7 +347,8 @@ pub fn bench_hops_attention(
         pairs_per_node: index.pairs() as f64 / s as f64,
         build_seconds,
         heads_per_block,
-        team: hops_team(&device).to_string(),
+        chosen_teams: last_hops_teams(&device)
+            .map(|team| team.map_or_else(|| "none".to_string(), |t| t.to_string())),
         hops_ms: hops_seconds * 1e3,
         hops_peak_bytes,
         hops_gflops: flops / hops_seconds / 1e9,

@@ -1,18 +1,22 @@
-//! Which dense attention kernels run on a device, for the forward and for the backward pass:
-//! the register-blocked ones (`attention_forward.wgsl`, `attention_backward_*.wgsl`, shaped
-//! for CPUs: four rows per invocation, the other operand read from device memory) or the tiled
-//! ones (`*_tiled.wgsl`, shaped for GPUs) at one of their [`Tiling`]s.
+//! Which attention kernels run on a device. Dense, per pass (forward, backward): the
+//! register-blocked ones (`attention_forward.wgsl`, `attention_backward_*.wgsl`, shaped for
+//! CPUs: four rows per invocation, the other operand read from device memory) or the tiled
+//! ones (`*_tiled.wgsl`, shaped for GPUs) at one of their [`Tiling`]s. Hops, per pass: the team
+//! of invocations per row ([`HopsTeam`]). Tiled kernels and teams of several reduce through
+//! workgroup memory or, where the adapter has subgroups, by shuffles.
 //!
 //! At first use on an adapter, per pass and shape class, every candidate that fits the
 //! adapter's workgroup memory is timed on the call's own inputs and the fastest is kept: in
 //! memory, and in `megagraph/attention-kernels.json` under cubecl's autotune cache directory,
 //! keyed by adapter, driver, pass and shape class, as cubecl keys its own autotune results.
-//! Calls below [`TUNE_FROM_SCORES`] scores, and calls on software adapters (lavapipe, where
-//! every tiled shape measured 3.4 to 5.7 times slower than the register-blocked kernels at
-//! S = 4096, forward + backward), run the register-blocked kernels untimed. A device can be pinned to one kernel
-//! for both passes, or made to tune every call's shape class whatever its adapter and size
-//! ([`select_kernels`]): the benchmark times each variant that way, and the tests check each
-//! one against the reference and the tuner on lavapipe.
+//! Calls below [`TUNE_FROM_SCORES`] scores (pairs times heads for hops), and calls on software
+//! adapters, run the CPU-shaped kernels untimed: on lavapipe every tiled shape measured 3.4 to
+//! 5.7 times slower than the register-blocked kernels at S = 4096, forward + backward, and
+//! hops teams of 4 and 8 1.8 to 3.7 times slower than one invocation per row at S = 2^16. A
+//! device can be pinned to one kernel (and one hops team), or made to tune every call's shape
+//! class whatever its adapter and size ([`select_kernels`], [`select_hops_team`]): the
+//! benchmark times each variant that way, and the tests check each one against the reference
+//! and the tuner on lavapipe.
 
 use std::{
     collections::HashMap,
@@ -30,7 +34,7 @@ use cubecl_runtime::config::{CubeClRuntimeConfig, RuntimeConfig};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    plan::{AttentionShape, HopsTeam, Tiling},
+    plan::{AttentionShape, HopsShape, HopsTeam, Tiling},
     shaders::Shader,
 };
 use crate::device::adapter_identity;
@@ -147,8 +151,9 @@ pub enum Selection {
 struct State {
     selections: HashMap<WgpuDevice, Selection>,
     hops_teams: HashMap<WgpuDevice, HopsTeam>,
+    last_hops: HashMap<(WgpuDevice, bool), HopsTeam>,
     last: HashMap<(WgpuDevice, Pass), AttentionKernel>,
-    choices: Option<HashMap<String, AttentionKernel>>,
+    choices: Option<HashMap<String, serde_json::Value>>,
 }
 
 static STATE: LazyLock<Mutex<State>> = LazyLock::new(Default::default);
@@ -170,7 +175,8 @@ pub fn select_kernels(device: &WgpuDevice, selection: Selection) {
     with_state(|s| s.selections.insert(device.clone(), selection));
 }
 
-/// Runs `device`'s hops kernels with `team` from now on ([`HopsTeam::SINGLE`] until then).
+/// Runs `device`'s hops kernels with `team` from now on, whatever its selection (until then
+/// they are chosen as [`choose_hops_team`] says).
 ///
 /// Panics on an invalid team, or one with subgroup reductions on a device without them.
 pub fn select_hops_team(device: &WgpuDevice, team: HopsTeam) {
@@ -179,9 +185,11 @@ pub fn select_hops_team(device: &WgpuDevice, team: HopsTeam) {
     with_state(|s| s.hops_teams.insert(device.clone(), team));
 }
 
-/// The team `device`'s hops kernels run with.
-pub fn hops_team(device: &WgpuDevice) -> HopsTeam {
-    with_state(|s| s.hops_teams.get(device).copied()).unwrap_or(HopsTeam::SINGLE)
+/// The team `device`'s hops kernels ran with last, per pass (forward, backward), if they ran.
+pub fn last_hops_teams(device: &WgpuDevice) -> [Option<HopsTeam>; 2] {
+    with_state(|s| {
+        [false, true].map(|backward| s.last_hops.get(&(device.clone(), backward)).copied())
+    })
 }
 
 /// The hops teams worth timing on `device`'s adapter (with subgroup reductions where its
@@ -205,7 +213,8 @@ pub fn last_kernel(device: &WgpuDevice, pass: Pass) -> Option<AttentionKernel> {
     with_state(|s| s.last.get(&(device.clone(), pass)).copied())
 }
 
-/// The file the choices persist in: a JSON object from [`choice_key`]s to kernels.
+/// The file the choices persist in: a JSON object from [`choice_key`]s to kernels (dense) and
+/// teams (hops).
 pub fn cache_file() -> PathBuf {
     <CubeClRuntimeConfig as RuntimeConfig>::get()
         .autotune
@@ -215,7 +224,7 @@ pub fn cache_file() -> PathBuf {
         .join("attention-kernels.json")
 }
 
-fn load_choices() -> HashMap<String, AttentionKernel> {
+fn load_choices() -> HashMap<String, serde_json::Value> {
     std::fs::read_to_string(cache_file())
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
@@ -225,7 +234,7 @@ fn load_choices() -> HashMap<String, AttentionKernel> {
 /// Writes the choices; a cache that cannot be written costs a re-tune next time, nothing else.
 /// Another process's choices written since this one loaded the file are replaced (they are
 /// timed again when next needed).
-fn save_choices(choices: &HashMap<String, AttentionKernel>) {
+fn save_choices(choices: &HashMap<String, serde_json::Value>) {
     let path = cache_file();
     // Written aside and renamed over, so that another process never reads half a file.
     let aside = path.with_extension(format!("json.{}", std::process::id()));
@@ -264,7 +273,7 @@ fn shape_class(shape: &AttentionShape) -> String {
 }
 
 /// Seconds of `run(kernel)` on `device`: the faster of two runs after one that compiles.
-fn time_kernel(device: &WgpuDevice, kernel: AttentionKernel, run: &dyn Fn(AttentionKernel)) -> f64 {
+fn time_kernel<K: Copy>(device: &WgpuDevice, kernel: K, run: &dyn Fn(K)) -> f64 {
     let client = WgpuRuntime::client(device);
     let sync = || {
         pollster::block_on(client.sync()).expect("the device finishes the attention kernels");
@@ -290,49 +299,117 @@ pub(super) fn choose(
     run: &dyn Fn(AttentionKernel),
 ) -> AttentionKernel {
     let selection = with_state(|s| s.selections.get(device).copied());
-    let adapter = adapter_identity(device);
+    let scores = shape.heads * shape.rows * shape.keys;
     let kernel = match selection.unwrap_or(Selection::Automatic) {
         Selection::Pinned(kernel) => kernel,
-        Selection::Automatic
-            if adapter.software || shape.heads * shape.rows * shape.keys < TUNE_FROM_SCORES =>
-        {
-            AttentionKernel::Registers
-        }
-        Selection::Automatic | Selection::Tuned => tuned(device, &adapter.key, shape, pass, run),
+        selection if !worth_timing(device, selection, scores) => AttentionKernel::Registers,
+        _ => tuned(
+            device,
+            choice_key(&adapter_identity(device).key, pass, shape),
+            candidates_on(device, shape.head_dim),
+            run,
+        )
+        .unwrap_or(AttentionKernel::Registers),
     };
     with_state(|s| s.last.insert((device.clone(), pass), kernel));
     kernel
 }
 
-/// The choice for `pass` at `shape`'s class on `adapter`: from memory, from the cache file, or
-/// timed now (and then remembered and written).
-fn tuned(
+/// The team for the hops kernels of one pass (`backward` or not) of a call of `shape` on
+/// `device`: the one set by [`select_hops_team`], else chosen as [`choose`] chooses dense
+/// kernels (by timing on hardware adapters from [`TUNE_FROM_SCORES`] pair scores, or always
+/// under [`Selection::Tuned`]; one invocation per row otherwise). `run` launches the pass.
+pub(super) fn choose_hops_team(
     device: &WgpuDevice,
-    adapter: &str,
-    shape: &AttentionShape,
-    pass: Pass,
-    run: &dyn Fn(AttentionKernel),
-) -> AttentionKernel {
-    let key = choice_key(adapter, pass, shape);
+    shape: &HopsShape,
+    backward: bool,
+    run: &dyn Fn(HopsTeam),
+) -> HopsTeam {
+    let (pinned, selection) = with_state(|s| {
+        (
+            s.hops_teams.get(device).copied(),
+            s.selections.get(device).copied(),
+        )
+    });
+    let pass = if backward {
+        "HopsBackward"
+    } else {
+        "HopsForward"
+    };
+    let team = match pinned {
+        Some(team) => team,
+        None if !worth_timing(
+            device,
+            selection.unwrap_or(Selection::Automatic),
+            shape.heads * shape.pairs,
+        ) =>
+        {
+            HopsTeam::SINGLE
+        }
+        None => {
+            let adapter = adapter_identity(device).key;
+            let key = format!("{adapter}|{pass}|{}", hops_shape_class(shape));
+            tuned(device, key, hops_candidates_on(device), run).unwrap_or(HopsTeam::SINGLE)
+        }
+    };
+    with_state(|s| s.last_hops.insert((device.clone(), backward), team));
+    team
+}
+
+/// Whether a call of `scores` scores on `device` is chosen by timing under `selection`.
+fn worth_timing(device: &WgpuDevice, selection: Selection, scores: usize) -> bool {
+    match selection {
+        Selection::Tuned => true,
+        Selection::Automatic => !adapter_identity(device).software && scores >= TUNE_FROM_SCORES,
+        Selection::Pinned(_) => false,
+    }
+}
+
+/// The choice under `key`: from memory, from the cache file, or the fastest of `candidates`
+/// timed now with `run` (then remembered and written); `None` without candidates.
+fn tuned<K>(device: &WgpuDevice, key: String, candidates: Vec<K>, run: &dyn Fn(K)) -> Option<K>
+where
+    K: Copy + Serialize + serde::de::DeserializeOwned,
+{
     let known = with_state(|s| {
         s.choices
             .get_or_insert_with(load_choices)
             .get(&key)
-            .copied()
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
     });
-    known.unwrap_or_else(|| {
-        let fastest = candidates_on(device, shape.head_dim)
+    known.or_else(|| {
+        let fastest = candidates
             .into_iter()
             .map(|kernel| (kernel, time_kernel(device, kernel, run)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map_or(AttentionKernel::Registers, |(kernel, _)| kernel);
+            .map(|(kernel, _)| kernel)?;
+        let value = serde_json::to_value(fastest).expect("kernels serialise");
         with_state(|s| {
             let choices = s.choices.get_or_insert_with(load_choices);
-            choices.insert(key, fastest);
+            choices.insert(key, value);
             save_choices(choices);
         });
-        fastest
+        Some(fastest)
     })
+}
+
+/// The shape class of a hops call: head dimension, small or large bias table, and the powers
+/// of two of rows, pairs per row (rounded) and heads.
+fn hops_shape_class(shape: &HopsShape) -> String {
+    let log2 = |n: usize| n.next_power_of_two().trailing_zeros();
+    let dense = AttentionShape {
+        heads: shape.heads,
+        rows: shape.rows,
+        keys: shape.keys,
+        head_dim: shape.head_dim,
+        buckets: shape.buckets,
+        max_bucket: shape.max_bucket,
+    };
+    format!(
+        "{}-p{}",
+        shape_class(&dense),
+        log2(shape.pairs.div_ceil(shape.rows))
+    )
 }
 
 /// The key of a choice in memory and in [`cache_file`].

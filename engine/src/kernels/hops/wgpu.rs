@@ -17,7 +17,7 @@ use crate::kernels::{
     launch::{empty, launch},
     plan::HopsShape,
     shaders::Shader,
-    tuning::hops_team,
+    tuning::choose_hops_team,
 };
 
 /// The shape of the inputs, checked against each other and the pattern.
@@ -87,11 +87,8 @@ impl HopsAttentionBackend for WgpuBackend {
             lse.handle.clone(),
             int(pattern.row_order),
         ];
-        launch(
-            q,
-            shape.launch(Shader::HopsForward, hops_team(&q.device)),
-            buffers,
-        );
+        let run = |team| launch(q, shape.launch(Shader::HopsForward, team), buffers.clone());
+        run(choose_hops_team(&q.device, &shape, false, &run));
         AttentionSaved { output, lse }
     }
 }
@@ -112,7 +109,6 @@ impl HopsAttentionBackward for WgpuBackend {
             grad_lse,
             shape.gradient_dims(),
         );
-        let team = hops_team(&inputs.q.device);
         let pattern = inputs.pattern.clone();
         let by_row = [
             int(pattern.row_offsets),
@@ -131,11 +127,6 @@ impl HopsAttentionBackward for WgpuBackend {
             &[int(pattern.row_order)],
         ]
         .concat();
-        launch(
-            &inputs.q,
-            shape.launch(Shader::HopsBackwardQuery, team),
-            query,
-        );
         let key = [
             &bindings.operands[..],
             &by_key,
@@ -143,7 +134,17 @@ impl HopsAttentionBackward for WgpuBackend {
             &[int(pattern.key_order)],
         ]
         .concat();
-        launch(&inputs.q, shape.launch(Shader::HopsBackwardKey, team), key);
+        // Both kernels write (never add to) their outputs: a timing run is harmless.
+        let run = |team| {
+            let q = &inputs.q;
+            launch(
+                q,
+                shape.launch(Shader::HopsBackwardQuery, team),
+                query.clone(),
+            );
+            launch(q, shape.launch(Shader::HopsBackwardKey, team), key.clone());
+        };
+        run(choose_hops_team(&inputs.q.device, &shape, true, &run));
         bindings.grads.into_grads()
     }
 }
