@@ -522,3 +522,10 @@ fn a_sequence_beyond_a_software_devices_share_of_host_memory_is_refused() -> Tes
     );
     Ok(())
 }
+
+#[test]
+fn fast_allreduce_outside_mpirun_is_refused() -> TestResult {
+    let run = megagraph(&["train", "--epochs", "1", "--fast-allreduce"])?;
+    assert_one_line_error(&run, Some(1), &["--fast-allreduce", "under mpirun only"]);
+    Ok(())
+}

@@ -164,6 +164,24 @@ fn plans_across_processes_train_like_the_same_plan_in_one_process() -> TestResul
         );
         let got = spread.step_losses()?;
         assert_losses_close(&got, &want, 1e-4, degrees);
+        if degrees == "dp2-pp1-cp1" {
+            // One device per process: the gradients go through MPI_Allreduce.
+            let fast = mpirun(
+                processes.len(),
+                &train_args(&[
+                    "--plan",
+                    &plan,
+                    "--steps",
+                    "5",
+                    "--fast-allreduce",
+                    "--json",
+                ]),
+                &[],
+            )?;
+            assert_eq!(fast.code, Some(0), "{degrees}: {}", fast.describe());
+            let what = format!("{degrees} with --fast-allreduce");
+            assert_losses_close(&fast.step_losses()?, &want, 1e-4, &what);
+        }
     }
     Ok(())
 }
@@ -395,6 +413,7 @@ fn profile_under_mpirun_measures_every_process_and_the_link_between() -> TestRes
             "job_send_recv",
             "mpi_all_reduce",
             "job_all_reduce",
+            "job_all_reduce_gathered",
         ] {
             assert!(row[key].as_f64().is_some_and(|v| v > 0.0), "{key} in {row}");
         }

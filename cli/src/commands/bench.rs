@@ -100,15 +100,18 @@ fn comm(args: &CommArgs) -> anyhow::Result<()> {
         runtime.processes(),
         runtime.host()
     );
-    println!("bytes        MPI send/recv  job send/recv  MPI_Allreduce  job all-reduce");
+    println!(
+        "bytes        MPI send/recv  job send/recv  MPI_Allreduce  job all-reduce (ring)  job all-reduce (gather)"
+    );
     for r in &rows {
         println!(
-            "{:<12} {:>13.3}  {:>13.3}  {:>13.3}  {:>14.3}",
+            "{:<12} {:>13.3}  {:>13.3}  {:>13.3}  {:>21.3}  {:>23.3}",
             r.bytes,
             gb(r.mpi_send_recv),
             gb(r.job_send_recv),
             gb(r.mpi_all_reduce),
-            gb(r.job_all_reduce)
+            gb(r.job_all_reduce),
+            gb(r.job_all_reduce_gathered)
         );
     }
     if args.json {

@@ -295,6 +295,54 @@ mod tests {
     }
 
     #[test]
+    fn the_ring_all_reduce_sums_every_chunk_and_sends_less_than_gathering() {
+        for members in 1..=5usize {
+            // Seven values: uneven chunks, and more members than values in some chunks.
+            let results = on_ranks(members, |comm| {
+                let group: Vec<usize> = (0..members).collect();
+                let r = comm.rank();
+                let data: Vec<f32> = (0..7).map(|i| (r * 7 + i) as f32).collect();
+                let ring = comm.all_reduce_sum(&group, Tag::GradReduce, data.clone())?;
+                let ring_bytes = comm.sent_bytes();
+                let gathered = comm.all_reduce_sum_gathered(&group, Tag::GradReduce, data)?;
+                let gathered_bytes = comm.sent_bytes() - ring_bytes;
+                // Values that round: every member must still hold the same bits.
+                let noisy: Vec<f32> = (0..1000)
+                    .map(|i| ((r * 1000 + i) as f32 * 0.618).sin() / 3.0)
+                    .collect();
+                let noisy_sum = comm.all_reduce_sum(&group, Tag::GradReduce, noisy)?;
+                Ok::<_, CommError>((ring, [ring_bytes, gathered_bytes], gathered, noisy_sum))
+            });
+            let expected: Vec<f32> = (0..7)
+                .map(|i| (0..members).map(|r| (r * 7 + i) as f32).sum())
+                .collect();
+            let first_noisy = results[0].as_ref().expect("rank 0").3.clone();
+            for result in results {
+                let (ring, [ring_bytes, gathered_bytes], gathered, noisy_sum) =
+                    result.expect("all-reduce");
+                assert_eq!(ring, expected, "{members} members");
+                assert_eq!(gathered, expected, "{members} members");
+                // 2 (n − 1) / n of the data against (n − 1) times it: 7 values cut in n
+                // chunks, each member passing n − 1 chunks twice.
+                assert!(
+                    ring_bytes <= (2 * 4 * 7 * (members as u64 - 1)).div_ceil(members as u64) + 8,
+                    "{members} members: {ring_bytes} bytes"
+                );
+                assert_eq!(gathered_bytes, 4 * 7 * (members as u64 - 1));
+                assert!(
+                    ring_bytes < gathered_bytes || members <= 2,
+                    "{members} members: the ring sent {ring_bytes} bytes, gathering {gathered_bytes}"
+                );
+                assert_eq!(
+                    noisy_sum.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    first_noisy.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    "{members} members: the same bits everywhere"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn broadcast_and_point_to_point_keep_tags_apart() {
         let results = on_ranks(2, |comm| {
             if comm.rank() == 0 {

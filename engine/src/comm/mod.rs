@@ -98,8 +98,8 @@ impl Tag {
 ///
 /// A collective is called by every member of `group` (ranks, the same list in the same order
 /// on every member, the caller among them) with the same tag; members block until it
-/// completes. Sums are taken in group order on every member, so every member gets the same
-/// bits. The provided collectives are built from `send`/`recv`; an implementation over a
+/// completes. Sums are taken in an order fixed by the group (not by timing), the same on
+/// every member, so every member gets the same bits. The provided collectives are built from `send`/`recv`; an implementation over a
 /// library with native collectives may override them.
 pub trait Communicator: Send + Sync + Debug {
     /// This rank.
@@ -190,8 +190,26 @@ pub trait Communicator: Send + Sync + Debug {
         Ok(sum)
     }
 
-    /// The element-wise sum, in group order, of every member's `data`, on every member.
+    /// The element-wise sum of every member's `data`, on every member, with the same bits on
+    /// each. Ring algorithm: `data` is cut into one chunk per member; in a reduce-scatter of
+    /// `members - 1` steps each chunk travels the ring once, every member adding its own part
+    /// to what it received (chunk `c` is summed in ring order from member `c`: a fixed order,
+    /// whatever the timing), and an all-gather of the summed chunks passes them round again.
+    /// Each member sends 2 (members − 1) / members of `data`, against members − 1 times
+    /// `data` for [`Communicator::all_reduce_sum_gathered`].
     fn all_reduce_sum(
+        &self,
+        group: &[Rank],
+        tag: Tag,
+        data: Vec<f32>,
+    ) -> Result<Vec<f32>, CommError> {
+        ring_all_reduce_sum(self, group, tag, data)
+    }
+
+    /// The element-wise sum, in group order, of every member's `data`, on every member: an
+    /// all-gather, then the sums. What [`Communicator::all_reduce_sum`] did before its ring,
+    /// kept for `bench comm` to measure beside it.
+    fn all_reduce_sum_gathered(
         &self,
         group: &[Rank],
         tag: Tag,
@@ -292,6 +310,52 @@ pub fn unpack_bytes(values: &[f32]) -> Option<Vec<u8>> {
 }
 
 /// `sum += part`, or an error naming `rank` if the lengths differ.
+/// The ring all-reduce of [`Communicator::all_reduce_sum`] (the default, and the fallback of
+/// communicators with a native one).
+pub(crate) fn ring_all_reduce_sum<C: Communicator + ?Sized>(
+    comm: &C,
+    group: &[Rank],
+    tag: Tag,
+    data: Vec<f32>,
+) -> Result<Vec<f32>, CommError> {
+    let me = comm.position(group)?;
+    let n = group.len();
+    if n == 1 {
+        return Ok(data);
+    }
+    let len = data.len();
+    let chunk = |c: usize| c * len / n..(c + 1) * len / n;
+    let next = group[(me + 1) % n];
+    let previous = group[(me + n - 1) % n];
+    let mut sums = data;
+    // Reduce-scatter: in step t, pass on chunk me − t (own, then partial sums); receive
+    // chunk me − t − 1 and add this member's part to it.
+    for step in 0..n - 1 {
+        let outgoing = chunk((me + n - step) % n);
+        comm.send(next, tag, sums[outgoing].to_vec())?;
+        let incoming = chunk((me + 2 * n - step - 1) % n);
+        let mut partial = comm.recv(previous, tag)?;
+        add_into(&mut partial, &sums[incoming.clone()], comm.rank())?;
+        sums[incoming].copy_from_slice(&partial);
+    }
+    // This member now holds chunk me + 1 summed over all; all-gather the summed chunks.
+    for step in 0..n - 1 {
+        let outgoing = chunk((me + 1 + n - step) % n);
+        comm.send(next, tag, sums[outgoing].to_vec())?;
+        let incoming = chunk((me + n - step) % n);
+        let summed = comm.recv(previous, tag)?;
+        if summed.len() != incoming.len() {
+            return Err(CommError::Mismatch(format!(
+                "rank {previous} passed a chunk of {} values, expected {}",
+                summed.len(),
+                incoming.len()
+            )));
+        }
+        sums[incoming].copy_from_slice(&summed);
+    }
+    Ok(sums)
+}
+
 fn add_into(sum: &mut [f32], part: &[f32], rank: Rank) -> Result<(), CommError> {
     if part.len() != sum.len() {
         return Err(CommError::Mismatch(format!(

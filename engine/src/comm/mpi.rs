@@ -24,7 +24,9 @@ use mpi::{
     traits::{Destination, Source},
 };
 
-use super::{CommError, Communicator, Rank, SentBytes, Tag, local::PostOffice};
+use super::{
+    CommError, Communicator, Rank, SentBytes, Tag, local::PostOffice, ring_all_reduce_sum,
+};
 
 /// MPI tag of a worker's message.
 const DATA: i32 = 1;
@@ -213,6 +215,7 @@ impl MpiRuntime {
             office,
             placement: placement.into(),
             receiver: Some(receiver),
+            native_all_reduce: false,
         })
     }
 }
@@ -353,6 +356,7 @@ pub struct MpiJob<'a> {
     office: Arc<PostOffice>,
     placement: Arc<[usize]>,
     receiver: Option<JoinHandle<()>>,
+    native_all_reduce: bool,
 }
 
 impl std::fmt::Debug for MpiJob<'_> {
@@ -365,6 +369,14 @@ impl std::fmt::Debug for MpiJob<'_> {
 }
 
 impl MpiJob<'_> {
+    /// Makes the communicators made from now on all-reduce with `MPI_Allreduce` where a group
+    /// has one device on every process (`train --fast-allreduce`); other groups keep the ring.
+    /// MPI's sums are in an order of its choosing: every process gets the same bits from Open
+    /// MPI's algorithms, but a run is not bit-reproducible across process counts.
+    pub fn use_native_all_reduce(&mut self) {
+        self.native_all_reduce = true;
+    }
+
     /// The devices of the job this process drives, in rank order.
     pub fn local_ranks(&self) -> Vec<Rank> {
         (0..self.placement.len())
@@ -393,6 +405,7 @@ impl MpiJob<'_> {
             comm: self.comm.clone(),
             office: self.office.clone(),
             placement: self.placement.clone(),
+            native_all_reduce: self.native_all_reduce,
         })
     }
 
@@ -431,6 +444,21 @@ pub struct MpiCommunicator {
     comm: Arc<SharedComm>,
     office: Arc<PostOffice>,
     placement: Arc<[usize]>,
+    native_all_reduce: bool,
+}
+
+impl MpiCommunicator {
+    /// Whether `group` has exactly one device on every process of the job, so that
+    /// `MPI_Allreduce` over the job's MPI communicator reduces over exactly its members.
+    fn one_per_process(&self, group: &[Rank]) -> bool {
+        let processes = self.comm.0.size() as usize;
+        let mut seen = vec![false; processes];
+        group.len() == processes
+            && group.iter().all(|&rank| {
+                let process = self.placement[rank];
+                !std::mem::replace(&mut seen[process], true)
+            })
+    }
 }
 
 impl std::fmt::Debug for MpiCommunicator {
@@ -481,6 +509,29 @@ impl Communicator for MpiCommunicator {
 
     fn sent_bytes(&self) -> u64 {
         self.sent.total()
+    }
+
+    /// `MPI_Allreduce` where the job was told to use it and `group` has one device per
+    /// process; the ring otherwise.
+    fn all_reduce_sum(
+        &self,
+        group: &[Rank],
+        tag: Tag,
+        data: Vec<f32>,
+    ) -> Result<Vec<f32>, CommError> {
+        if !(self.native_all_reduce && self.one_per_process(group)) {
+            return ring_all_reduce_sum(self, group, tag, data);
+        }
+        use mpi::collective::{CommunicatorCollectives, SystemOperation};
+        self.position(group)?;
+        self.office.check_open()?;
+        // MPI's algorithm moves what it moves; the count takes the payload once.
+        self.sent.add(&data);
+        let mut out = vec![0f32; data.len()];
+        self.comm
+            .0
+            .all_reduce_into(&data[..], &mut out[..], SystemOperation::sum());
+        Ok(out)
     }
 
     fn warmed_up(&self) {

@@ -66,8 +66,12 @@ pub struct CommBenchRow {
     pub job_send_recv: f64,
     /// `MPI_Allreduce` (sum) over every process: algorithm bandwidth, bytes over time.
     pub mpi_all_reduce: f64,
-    /// The job communicator's ring all-reduce (group-order sums) over every process.
+    /// The job communicator's all-reduce (ring reduce-scatter + all-gather) over every
+    /// process.
     pub job_all_reduce: f64,
+    /// The job communicator's all-reduce as it was before the ring (all-gather, then
+    /// group-order sums) over every process.
+    pub job_all_reduce_gathered: f64,
 }
 
 /// Mean seconds of `rounds` calls of `body` after one warm-up call.
@@ -128,13 +132,22 @@ pub fn bench_comm(
             }
             _ => {}
         }
-        runtime.barrier();
         let mut failed = None;
-        let job_reduce = timed(rounds, || {
-            if let Err(e) = comm.all_reduce_sum(&everyone, Tag::GradReduce, data.clone()) {
-                failed = Some(e);
-            }
-        });
+        let mut time_reduce = |gathered: bool| {
+            runtime.barrier();
+            timed(rounds, || {
+                let result = if gathered {
+                    comm.all_reduce_sum_gathered(&everyone, Tag::GradReduce, data.clone())
+                } else {
+                    comm.all_reduce_sum(&everyone, Tag::GradReduce, data.clone())
+                };
+                if let Err(e) = result {
+                    failed = Some(e);
+                }
+            })
+        };
+        let job_reduce = time_reduce(false);
+        let job_reduce_gathered = time_reduce(true);
         if let Some(e) = failed {
             return Err(e);
         }
@@ -146,6 +159,7 @@ pub fn bench_comm(
                 job_send_recv: size / (job_rtt / 2.0),
                 mpi_all_reduce: size / mpi_reduce,
                 job_all_reduce: size / job_reduce,
+                job_all_reduce_gathered: size / job_reduce_gathered,
             });
         }
     }
