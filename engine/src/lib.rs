@@ -17,6 +17,7 @@ pub mod model;
 pub mod parallel;
 pub mod profile;
 pub mod progress;
+pub mod run;
 mod timing;
 pub mod train;
 

@@ -149,6 +149,12 @@ pub struct TrainArgs {
     /// (at least 900 during its first epoch, which compiles and autotunes its kernels).
     #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
     comm_timeout: f64,
+    /// Under mpirun: all-reduce gradients with MPI's own MPI_Allreduce where a group has one
+    /// device on every process, instead of the deterministic ring. Faster on some networks;
+    /// the sums' order is MPI's, so losses are not bit-reproducible across process counts, and
+    /// a hung process hangs the others there (no --comm-timeout inside MPI).
+    #[arg(long)]
+    fast_allreduce: bool,
     /// Write the parameters of the best validation epoch (no optimizer state) with the run's
     /// settings to FILE, a safetensors file that `predict` and `evaluate` read.
     #[arg(long, value_name = "FILE")]
@@ -177,7 +183,8 @@ pub(super) fn comm_timeout(args: &TrainArgs) -> anyhow::Result<Duration> {
 }
 
 /// What every way of training starts from, checked: the graph, the options, its split and
-/// the checkpoint options.
+/// the checkpoint options. The entry points (one device, a plan in this process, a plan under
+/// `mpirun`) take it whole.
 pub(super) struct Prepared {
     graph: Graph,
     options: TrainOptions,
@@ -251,14 +258,14 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     if megagraph_engine::comm::launched_by_mpirun() {
         return mpi::run(args);
     }
-    let Prepared {
-        graph,
-        options,
-        split,
-        checkpoint,
-    } = prepare(args, true)?;
+    if args.fast_allreduce {
+        anyhow::bail!(
+            "--fast-allreduce applies under mpirun only: it all-reduces with MPI_Allreduce between processes"
+        );
+    }
+    let prepared = prepare(args, true)?;
     if args.plan.is_some() || args.devices.is_some() || args.cluster.is_some() {
-        return run_plan(args, &graph, &split, &options, &checkpoint);
+        return run_plan(args, &prepared);
     }
     match args.backend {
         BackendChoice::Wgpu => {
@@ -270,20 +277,12 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
                     || format!("{device:?}"),
                     |a| format!("{} ({})", a.name, a.backend),
                 );
-            run_one_device::<WgpuAutodiff>(
-                args,
-                &graph,
-                &split,
-                &options,
-                &checkpoint,
-                device,
-                &name,
-            )
+            run_one_device::<WgpuAutodiff>(args, &prepared, device, &name)
         }
         BackendChoice::Ndarray => {
             let device = Default::default();
             let name = "ndarray cpu";
-            run_one_device::<CpuAutodiff>(args, &graph, &split, &options, &checkpoint, device, name)
+            run_one_device::<CpuAutodiff>(args, &prepared, device, name)
         }
     }
 }
@@ -357,14 +356,9 @@ pub(super) fn resolve_plan(
 }
 
 /// Trains under a plan over several wgpu devices of this process.
-fn run_plan(
-    args: &TrainArgs,
-    graph: &Graph,
-    split: &Split,
-    options: &TrainOptions,
-    checkpoint: &CheckpointOptions,
-) -> anyhow::Result<()> {
-    let plan = resolve_plan(args, graph, options)?;
+fn run_plan(args: &TrainArgs, prepared: &Prepared) -> anyhow::Result<()> {
+    let options = &prepared.options;
+    let plan = resolve_plan(args, &prepared.graph, options)?;
     let planned = plan.processes.len();
     let logical = plan_source::logical_count(args.devices, args.cluster.as_deref(), planned);
     let devices = plan_source::open_devices(args.adapter, logical)?;
@@ -382,11 +376,7 @@ fn run_plan(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let name = format!("{} wgpu devices", layout.ranks().len());
-    let run = JobRun {
-        layout: &layout,
-        checkpoint,
-    };
-    let finished = run_job(args, graph, split, options, &run, local, Some(&plan))?;
+    let finished = run_job(args, prepared, &layout, local, Some(&plan))?;
     let finished = finished.expect("the lead device runs in this process");
     finished.show(args, options, &name, Some(&plan))
 }
@@ -395,10 +385,7 @@ fn run_plan(
 /// and resumes checkpoints and the best model.
 fn run_one_device<B>(
     args: &TrainArgs,
-    graph: &Graph,
-    split: &Split,
-    options: &TrainOptions,
-    checkpoint: &CheckpointOptions,
+    prepared: &Prepared,
     device: B::Device,
     name: &str,
 ) -> anyhow::Result<()>
@@ -406,6 +393,7 @@ where
     B: AutodiffBackend + MemoryProbe + ModelBackend,
     B::InnerBackend: ModelBackend,
 {
+    let options = &prepared.options;
     let config = ParallelConfig {
         degrees: "dp1-pp1-cp1".parse()?,
         stages: vec![Stage {
@@ -421,23 +409,17 @@ where
         device,
         comm: Arc::new(LocalHub::new(1).communicator(0)?),
     }];
-    let run = JobRun {
-        layout: &layout,
-        checkpoint,
-    };
-    let finished = run_job(args, graph, split, options, &run, local, None)?;
+    let finished = run_job(args, prepared, &layout, local, None)?;
     let finished = finished.expect("the lead device runs in this process");
     finished.show(args, options, name, None)
 }
 
-/// Trains this process's devices of `run`, showing progress where the lead device runs;
-/// returns the report there.
+/// Trains this process's devices (`local`) of the job laid out as `layout`, showing progress
+/// where the lead device runs; returns the report there.
 pub(super) fn run_job<B>(
     args: &TrainArgs,
-    graph: &Graph,
-    split: &Split,
-    options: &TrainOptions,
-    run: &JobRun<'_>,
+    prepared: &Prepared,
+    layout: &Layout,
     local: Vec<LocalDevice<B>>,
     plan: Option<&Plan>,
 ) -> anyhow::Result<Option<Finished>>
@@ -445,7 +427,13 @@ where
     B: AutodiffBackend + MemoryProbe + ModelBackend,
     B::InnerBackend: ModelBackend,
 {
-    let layout = run.layout;
+    let Prepared {
+        graph,
+        options,
+        split,
+        checkpoint,
+    } = prepared;
+    let run = JobRun { layout, checkpoint };
     let lead_here = local.iter().any(|d| d.rank == layout.device(0, 0, 0));
     let target = lead_here
         .then(|| crate::report::ReportTarget::prepare(args.report.as_deref()))
@@ -468,7 +456,7 @@ where
             progress.epoch(m);
         }
     };
-    let report = train_devices::<B>(graph, split, options, run, local, &mut on_epoch)?;
+    let report = train_devices::<B>(graph, split, options, &run, local, &mut on_epoch)?;
     if let Some(progress) = progress {
         progress.finish();
     }

@@ -9,7 +9,7 @@ use crate::{
     checkpoint::{StateTensor, StoredFile, load_latest, read_stored},
     graph::Graph,
     model::ModelConfig,
-    train::{EpochMetrics, TrainOptions},
+    run::{EpochMetrics, TrainOptions},
 };
 
 /// Which of a run's parameters a file holds.

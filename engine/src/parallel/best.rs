@@ -11,7 +11,7 @@ use crate::{
     checkpoint::{SavedModel, SavedModelMeta, StateTensor, write_model},
     device::MemoryProbe,
     model::ModelBackend,
-    train::EpochMetrics,
+    run::EpochMetrics,
 };
 
 impl<B> Worker<'_, B>

@@ -24,7 +24,7 @@ use crate::{
     comm::{Tag, pack_bytes, unpack_bytes},
     device::MemoryProbe,
     model::{AdamMoments, ModelBackend, ModelOptimizer, adam_moments, restore_adam},
-    train::{EpochMetrics, TrainOptions},
+    run::{EpochMetrics, TrainOptions},
 };
 
 /// Where and how often a run saves its state, and whether it starts from a saved one.

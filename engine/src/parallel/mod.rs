@@ -21,9 +21,12 @@
 mod best;
 mod cache;
 mod checkpointing;
+mod evaluation;
 mod grads;
 mod layout;
 mod memory_watch;
+mod passes;
+mod reports;
 mod transfer;
 mod worker;
 
@@ -44,7 +47,7 @@ use crate::{
     device::MemoryProbe,
     graph::{Graph, Split},
     model::{ModelBackend, ModelConfig},
-    train::{EpochMetrics, Sequences, TrainOptions, TrainReport, training_sequences},
+    run::{EpochMetrics, Sequences, TrainOptions, TrainReport, training_sequences},
 };
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use worker::{Job, Worker, WorkerOutcome};

@@ -1,20 +1,19 @@
-//! One device's part of a parallel training job: its pipeline passes over its shard of each
-//! sequence, the gradient sums, the optimizer step, and its share of evaluation.
+//! One device's part of a parallel training job: its epochs, and its optimizer steps (the
+//! micro-batches' forwards and backwards in 1F1B order, the gradient sums, the Adam step).
+//! The passes themselves are in `passes.rs`, evaluation in `evaluation.rs`, the stage transfers
+//! in `transfer.rs` and the end-of-run reports in `reports.rs`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::{Arc, mpsc::Sender};
 use std::time::Instant;
 
 use burn::{
-    module::{AutodiffModule, ParamId},
+    module::ParamId,
     optim::{
         AdamConfig, GradientsAccumulator, GradientsParams, Optimizer, decay::WeightDecayConfig,
     },
-    tensor::{
-        ElementConversion, Tensor, TensorData, activation::log_softmax, backend::AutodiffBackend,
-    },
+    tensor::{ElementConversion, backend::AutodiffBackend},
 };
 use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
 
@@ -24,18 +23,16 @@ use super::{
     grads::all_reduce_gradients,
     memory_watch::MemoryWatch,
     one_forward_one_backward,
+    passes::{InFlight, StageEnd},
+    reports::median,
 };
 use crate::{
     EngineError,
-    comm::{Communicator, Rank, Tag},
+    comm::{Communicator, Rank},
     device::MemoryProbe,
     graph::Graph,
-    kernels::DropoutStreams,
-    model::{
-        GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart, SequenceTensors,
-        ShardSpec,
-    },
-    train::{DeviceRun, EpochMetrics, LabelledSequence, Role as NodeRole, Sequences, TrainOptions},
+    model::{GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart},
+    run::{DeviceRun, EpochMetrics, Role as NodeRole, Sequences, TrainOptions},
 };
 
 /// What every worker reads: the data, the options and the plan.
@@ -84,25 +81,6 @@ impl Progress {
     }
 }
 
-/// A forward pass waiting for its backward.
-struct InFlight<B: AutodiffBackend> {
-    /// The stage's input received from the previous stage (tracked), if any.
-    input: Option<Tensor<B, 2>>,
-    /// This shard's rows of the sequence.
-    rows: Range<usize>,
-    /// Nodes of the whole sequence.
-    nodes: usize,
-    end: StageEnd<B>,
-}
-
-/// What a stage's forward ends in.
-enum StageEnd<B: AutodiffBackend> {
-    /// Last stage: the loss of the micro-batch.
-    Loss(Tensor<B, 1>),
-    /// Other stages: the output sent on, whose gradient will come back.
-    Output(Tensor<B, 2>),
-}
-
 /// One device's worker.
 pub(super) struct Worker<'a, B: AutodiffBackend> {
     pub(super) job: &'a Job<'a>,
@@ -115,9 +93,9 @@ pub(super) struct Worker<'a, B: AutodiffBackend> {
     /// All devices of the job, for the table's gradient and the reports.
     pub(super) everyone: Vec<Rank>,
     /// This device's memory high-water marks.
-    memory: MemoryWatch,
+    pub(super) memory: MemoryWatch,
     /// This device's uploaded shards of the sequences.
-    cache: RefCell<DeviceCache<B::InnerBackend>>,
+    pub(super) cache: RefCell<DeviceCache<B::InnerBackend>>,
 }
 
 impl<'a, B> Worker<'a, B>
@@ -272,24 +250,6 @@ where
         })
     }
 
-    /// Every device's figures on the lead, in rank order (`None` elsewhere).
-    fn collect_device_runs(&self, mine: DeviceRun) -> Result<Option<Vec<DeviceRun>>, EngineError> {
-        let lead = self.job.layout.device(0, 0, 0);
-        if self.rank != lead {
-            self.comm.send(lead, Tag::Report, encode_run(&mine))?;
-            return Ok(None);
-        }
-        let mut runs = Vec::new();
-        for &rank in &self.everyone {
-            runs.push(if rank == lead {
-                mine.clone()
-            } else {
-                decode_run(rank, &self.comm.recv(rank, Tag::Report)?)?
-            });
-        }
-        Ok(Some(runs))
-    }
-
     /// One optimizer step (number `step`, from 0) over `batch` (sequence indices,
     /// `dp × micro_batches`): this replica's micro-batches through this stage in 1F1B order,
     /// gradients summed over the devices sharing each parameter, the Adam step. Returns the
@@ -362,181 +322,6 @@ where
         let loss = self.sum_over_job(vec![loss_sum as f32])?[0] as f64;
         Ok((model, loss))
     }
-
-    /// The forward of one micro-batch (sequence `index`) through this stage at step `step`,
-    /// whose dropout masks are those of (the run's seed, `step`, `index`) on any plan.
-    fn forward(
-        &self,
-        model: &GraphTransformer<B>,
-        index: usize,
-        batch: usize,
-        step: usize,
-    ) -> Result<InFlight<B>, EngineError> {
-        let (tensors, rows) = self.upload(index)?;
-        let streams = DropoutStreams::new(self.job.options.seed, step, index);
-        let tensors = tensors.lift::<B>().with_dropout(streams);
-        let seq = self.job.sequences.get(index);
-        let nodes = seq.nodes.len();
-        let (input, x) = if self.role.stage > 0 {
-            let x = self.receive_stage_input::<B>(&rows, nodes)?.require_grad();
-            (Some(x.clone()), x)
-        } else {
-            (None, model.forward_embedding(&tensors))
-        };
-        let output = model.forward_layers(x, self.part.layers.clone(), &tensors);
-        let end = if self.part.output {
-            let logits = model.forward_output(output, &tensors);
-            StageEnd::Loss(self.loss(logits, seq, &rows, batch))
-        } else {
-            self.send_stage_output(output.clone().inner(), &rows, nodes)?;
-            StageEnd::Output(output)
-        };
-        Ok(InFlight {
-            input,
-            rows,
-            nodes,
-            end,
-        })
-    }
-
-    /// This shard's term of the step loss: the cross-entropy of its training rows, divided by
-    /// the sequence's training nodes and the batch's sequences, so that the terms of all shards
-    /// and micro-batches sum to the batch's mean per-sequence loss. One-hot weights rather
-    /// than a gather keep the same graph on every shard, rows to train or not.
-    fn loss(
-        &self,
-        logits: Tensor<B, 2>,
-        seq: &LabelledSequence,
-        rows: &Range<usize>,
-        batch: usize,
-    ) -> Tensor<B, 1> {
-        let [count, classes] = logits.dims();
-        let mut weights = vec![0f32; count * classes];
-        let scale = 1.0 / (seq.train.len().max(1) * batch) as f32;
-        for &position in &seq.train {
-            let position = position as usize;
-            if rows.contains(&position) {
-                let label = self.job.graph.labels()[seq.nodes[position] as usize] as usize;
-                weights[(position - rows.start) * classes + label] = scale;
-            }
-        }
-        let weights =
-            Tensor::<B, 2>::from_data(TensorData::new(weights, [count, classes]), &self.device);
-        (log_softmax(logits, 1) * weights).sum().neg()
-    }
-
-    /// Accuracy on the train, validation and test nodes: replica `r` evaluates the sequences
-    /// `i` with `i mod dp = r`, forward only, through its pipeline and shards.
-    fn evaluate(&self) -> Result<[f64; 3], EngineError> {
-        let model = self.model.valid();
-        let dp = self.job.layout.degrees().dp;
-        let mut counts = vec![0f32; 6];
-        for (index, seq) in self.job.sequences.list().iter().enumerate() {
-            if index % dp != self.role.replica {
-                continue;
-            }
-            let (tensors, rows) = self.upload(index)?;
-            let nodes = seq.nodes.len();
-            let x = if self.role.stage > 0 {
-                self.receive_stage_input::<B::InnerBackend>(&rows, nodes)?
-            } else {
-                model.forward_embedding(&tensors)
-            };
-            let output = model.forward_layers(x, self.part.layers.clone(), &tensors);
-            if !self.part.output {
-                self.send_stage_output(output, &rows, nodes)?;
-                continue;
-            }
-            let predicted = model.forward_output(output, &tensors).argmax(1).into_data();
-            let predicted: Vec<i64> = predicted.iter::<i64>().collect();
-            for (local, position) in rows.clone().enumerate() {
-                if let Some(role) = seq.roles[position] {
-                    let node = seq.nodes[position] as usize;
-                    counts[3 + role as usize] += 1.0;
-                    if predicted[local] == self.job.graph.labels()[node] as i64 {
-                        counts[role as usize] += 1.0;
-                    }
-                }
-            }
-        }
-        let counts = self.sum_over_job(counts)?;
-        Ok(std::array::from_fn(|i| {
-            counts[i] as f64 / counts[3 + i].max(1.0) as f64
-        }))
-    }
-
-    /// This device's shard of sequence `index` on its device (uploaded at its first use and
-    /// kept while the cache has room), with the exchanges of its shard group, and its rows.
-    fn upload(
-        &self,
-        index: usize,
-    ) -> Result<(SequenceTensors<B::InnerBackend>, Range<usize>), EngineError> {
-        let shard = self.shard_spec(self.job.sequences.get(index).nodes.len())?;
-        let rows = shard.rows();
-        let tensors = self.cache.borrow_mut().get_or_upload(index, || {
-            let host = self.job.sequences.host(index, self.job.graph);
-            Ok(host.shard_to_device(self.job.graph, self.job.config, &shard, &self.device))
-        })?;
-        Ok((tensors, rows))
-    }
-
-    /// This device's shard of a sequence of `nodes` nodes: every shard's rows in its group,
-    /// and the group's ranks.
-    fn shard_spec(&self, nodes: usize) -> Result<ShardSpec, EngineError> {
-        let layout = self.job.layout;
-        let Role {
-            replica,
-            stage,
-            shard,
-        } = self.role;
-        let rows = layout.shard_rows(replica, stage, nodes)?;
-        Ok(ShardSpec {
-            ranges: (0..rows.len())
-                .map(|c| Layout::shard_range(&rows, c))
-                .collect(),
-            position: shard,
-            group: (rows.len() > 1)
-                .then(|| (self.comm.clone(), layout.shard_group(replica, stage))),
-        })
-    }
-
-    /// The element-wise sum of `values` over every device of the job.
-    pub(super) fn sum_over_job(&self, values: Vec<f32>) -> Result<Vec<f32>, EngineError> {
-        Ok(self
-            .comm
-            .all_reduce_sum(&self.everyone, Tag::Report, values)?)
-    }
-
-    /// Gathers the final parameters on the lead device (replica 0, stage 0, shard 0): each
-    /// stage's first device sends its part, the lead appends the shared table.
-    pub(super) fn collect_parameters(&self) -> Result<Option<Vec<f32>>, EngineError> {
-        let layout = self.job.layout;
-        let lead = layout.device(0, 0, 0);
-        let Role {
-            replica,
-            stage,
-            shard,
-        } = self.role;
-        let stage_leader = replica == 0 && shard == 0;
-        if stage_leader && self.rank != lead {
-            let values = self
-                .model
-                .parameter_values(&self.model.part_ids(&self.part));
-            self.comm.send(lead, Tag::Report, values)?;
-        }
-        if self.rank != lead {
-            return Ok(None);
-        }
-        debug_assert_eq!(stage, 0);
-        let mut all = self
-            .model
-            .parameter_values(&self.model.part_ids(&self.part));
-        for stage in 1..layout.degrees().pp {
-            all.extend(self.comm.recv(layout.device(0, stage, 0), Tag::Report)?);
-        }
-        all.extend(self.model.parameter_values(&[self.model.table_id()]));
-        Ok(Some(all))
-    }
 }
 
 /// The failure injection the fault tests use: with `MEGAGRAPH_FAULT=kill:RANK:STEP` (or
@@ -571,58 +356,6 @@ fn fault_point(rank: Rank, step: usize) {
     }
 }
 
-/// A device's figures as a message: step seconds, peak reserved, peak in use and bytes sent
-/// per step, each as the two halves of its 64 bits (`u64::MAX`: not measured).
-fn encode_run(run: &DeviceRun) -> Vec<f32> {
-    [
-        run.step_seconds.to_bits(),
-        run.peak_bytes.unwrap_or(u64::MAX),
-        run.peak_in_use_bytes.unwrap_or(u64::MAX),
-        run.sent_bytes_per_step.to_bits(),
-        run.step_sent_bytes.to_bits(),
-    ]
-    .into_iter()
-    .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)])
-    .collect()
-}
-
-/// The figures of `rank` from [`encode_run`]'s message.
-fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
-    let words: Vec<u64> = message
-        .chunks(2)
-        .map(|w| w[0].to_bits() as u64 | (w.get(1).map_or(0, |h| h.to_bits()) as u64) << 32)
-        .collect();
-    let [seconds, peak, in_use, sent, step_sent] = words[..] else {
-        return Err(EngineError::Plan(format!(
-            "device {rank} sent a report of {} values, expected 10",
-            message.len()
-        )));
-    };
-    let measured = |v: u64| (v != u64::MAX).then_some(v);
-    Ok(DeviceRun {
-        rank,
-        step_seconds: f64::from_bits(seconds),
-        peak_bytes: measured(peak),
-        peak_in_use_bytes: measured(in_use),
-        sent_bytes_per_step: f64::from_bits(sent),
-        step_sent_bytes: f64::from_bits(step_sent),
-    })
-}
-
-/// The median of `values` (0 when empty).
-fn median(values: &mut [f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
 /// The batches of one epoch: `order` cut into runs of `batch` sequences; the last run is filled
 /// up from the start of `order`, so every step has a full batch and every sequence is used.
 pub fn epoch_batches(order: &[usize], batch: usize) -> Vec<Vec<usize>> {
@@ -638,35 +371,7 @@ pub fn epoch_batches(order: &[usize], batch: usize) -> Vec<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{DeviceRun, decode_run, encode_run, epoch_batches, median};
-
-    #[test]
-    fn a_device_report_round_trips_through_a_message() {
-        let run = DeviceRun {
-            rank: 3,
-            step_seconds: 0.123_456_789,
-            peak_bytes: Some(5_000_000_123),
-            peak_in_use_bytes: None,
-            sent_bytes_per_step: 1234.5,
-            step_sent_bytes: 1000.25,
-        };
-        let back = decode_run(3, &encode_run(&run)).expect("six values");
-        assert_eq!(back.step_seconds, run.step_seconds);
-        assert_eq!(
-            (back.peak_bytes, back.peak_in_use_bytes),
-            (run.peak_bytes, None)
-        );
-        assert_eq!(back.sent_bytes_per_step, run.sent_bytes_per_step);
-        assert_eq!(back.step_sent_bytes, run.step_sent_bytes);
-        assert!(decode_run(3, &[0.0; 8]).is_err());
-    }
-
-    #[test]
-    fn median_of_odd_even_and_empty() {
-        assert_eq!(median(&mut [9.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 30.0]), 3.0);
-        assert_eq!(median(&mut []), 0.0);
-    }
+    use super::epoch_batches;
 
     #[test]
     fn batches_cover_every_sequence_and_wrap_the_last() {

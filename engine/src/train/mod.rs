@@ -1,17 +1,15 @@
-//! Training a Graph Transformer: sequences, the optimisation loop (run by
-//! [`parallel`](crate::parallel) on one device or many), evaluation and early stopping.
+//! Training a Graph Transformer on one device: the entry point over
+//! [`parallel`](crate::parallel), which runs the optimisation loop, evaluation and early
+//! stopping on one device or many; and figures of a run's sequences. What a run is made of
+//! (options, sequences, metrics) lives in [`run`](crate::run), which both depend on.
 
 mod figures;
-mod metrics;
-mod options;
-mod sequences;
 
-pub use figures::{SequenceFigures, measure_sequences};
-pub use metrics::{DeviceRun, EpochMetrics, TrainReport};
-pub use options::TrainOptions;
-pub use sequences::{
-    HOST_CACHE_BYTES, LabelledSequence, Role, Sequences, build as build_sequences,
+pub use crate::run::{
+    DeviceRun, EpochMetrics, HOST_CACHE_BYTES, LabelledSequence, Role, Sequences, TrainOptions,
+    TrainReport, build_sequences, sequence_footprint, training_sequences,
 };
+pub use figures::{SequenceFigures, measure_sequences};
 
 use burn::tensor::backend::AutodiffBackend;
 
@@ -19,61 +17,9 @@ use crate::{
     EngineError,
     device::MemoryProbe,
     graph::{Graph, Split},
-    memory::{GraphSize, PairBytes, SequenceMemory, check_host, sequence_memory},
-    model::{AttentionScope, ModelBackend},
+    model::ModelBackend,
     parallel::{Layout, train_parallel},
 };
-
-/// The estimated memory of the sequences of `graph` under `options`: with full attention
-/// every node of a sequence holds a bucket byte for each node of it; with a `hops` scope a key
-/// and a bucket for each of its near pairs (and global tokens).
-pub fn sequence_footprint(graph: &Graph, options: &TrainOptions) -> SequenceMemory {
-    let config = options.model_config(graph);
-    let pairs = match config.scope {
-        AttentionScope::Full => {
-            let row = options.seq_len.min(graph.num_nodes()) as u64;
-            PairBytes {
-                host_per_row: row,
-                device_per_row: row,
-                host_cache: HOST_CACHE_BYTES as u64,
-            }
-        }
-        AttentionScope::Hops { max_pairs, .. } => {
-            let row = (max_pairs + config.global_tokens) as u64 * 5;
-            PairBytes {
-                host_per_row: row + 8,
-                device_per_row: 2 * row,
-                host_cache: HOST_CACHE_BYTES as u64,
-            }
-        }
-    };
-    sequence_memory(&GraphSize::of(graph), options.seq_len as u64, pairs)
-}
-
-/// The sequences a run trains on, and inference runs over: `graph` cut into sequences of at
-/// most `options.seq_len` nodes (METIS, seeded by `options.seed`), their nodes labelled by
-/// `split`, their attention pairs built on first use. Sequences whose estimated host memory
-/// exceeds what the machine has available are refused before they are built.
-pub fn training_sequences(
-    graph: &Graph,
-    split: &Split,
-    options: &TrainOptions,
-) -> Result<Sequences, EngineError> {
-    let footprint = sequence_footprint(graph, options);
-    let config = options.model_config(graph);
-    let what = format!(
-        "cutting {} nodes into sequences of up to {} ({} attention)",
-        graph.num_nodes(),
-        options.seq_len.min(graph.num_nodes()),
-        config.scope
-    );
-    check_host(what, footprint.host)?;
-    let _task = crate::progress::task(format!(
-        "partitioning {} nodes into sequences (METIS)",
-        graph.num_nodes()
-    ));
-    build_sequences(graph, split, options.seq_len, &config, options.seed)
-}
 
 /// Trains a model on `graph` with `split` on one `device`, calling `on_epoch` after every
 /// epoch: one optimizer step per sequence.

@@ -15,7 +15,7 @@ use anyhow::{Context, bail};
 use megagraph_engine::{
     comm::MpiRuntime,
     device::WgpuAutodiff,
-    parallel::{JobRun, Layout, LocalDevice},
+    parallel::{Layout, LocalDevice},
     profile::{ProfileOptions, profile_processes},
 };
 use megagraph_planner::{Plan, search, search_fixed};
@@ -156,12 +156,7 @@ fn run_process(
     prepared: &Prepared,
     plan: &Plan,
 ) -> anyhow::Result<()> {
-    let Prepared {
-        graph,
-        options,
-        split,
-        checkpoint,
-    } = prepared;
+    let options = &prepared.options;
     let placement = plan.processes.clone();
     let layout = Layout::new(plan.config.clone(), placement.len(), options.model.layers)?;
     let mine: Vec<usize> = (0..placement.len())
@@ -183,7 +178,10 @@ fn run_process(
             mine.len()
         );
     }
-    let job = runtime.job(placement, super::comm_timeout(args)?)?;
+    let mut job = runtime.job(placement, super::comm_timeout(args)?)?;
+    if args.fast_allreduce {
+        job.use_native_all_reduce();
+    }
     let mut local = Vec::new();
     for (index, &rank) in mine.iter().enumerate() {
         if layout.role(rank).is_some() {
@@ -194,11 +192,7 @@ fn run_process(
             });
         }
     }
-    let run = JobRun {
-        layout: &layout,
-        checkpoint,
-    };
-    let finished = run_job(args, graph, split, options, &run, local, Some(plan))?;
+    let finished = run_job(args, prepared, &layout, local, Some(plan))?;
     job.finish();
     match finished {
         Some(finished) => {

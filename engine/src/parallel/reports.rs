@@ -1,0 +1,163 @@
+//! What devices tell each other and the lead at the end of a run or an epoch: sums over the
+//! job, every device's figures, and the final parameters.
+
+use burn::tensor::backend::AutodiffBackend;
+
+use super::{Role, worker::Worker};
+use crate::{
+    EngineError,
+    comm::{Rank, Tag},
+    device::MemoryProbe,
+    model::ModelBackend,
+    run::DeviceRun,
+};
+
+impl<B> Worker<'_, B>
+where
+    B: AutodiffBackend + MemoryProbe + ModelBackend,
+    B::InnerBackend: ModelBackend,
+{
+    /// Every device's figures on the lead, in rank order (`None` elsewhere).
+    pub(super) fn collect_device_runs(
+        &self,
+        mine: DeviceRun,
+    ) -> Result<Option<Vec<DeviceRun>>, EngineError> {
+        let lead = self.job.layout.device(0, 0, 0);
+        if self.rank != lead {
+            self.comm.send(lead, Tag::Report, encode_run(&mine))?;
+            return Ok(None);
+        }
+        let mut runs = Vec::new();
+        for &rank in &self.everyone {
+            runs.push(if rank == lead {
+                mine.clone()
+            } else {
+                decode_run(rank, &self.comm.recv(rank, Tag::Report)?)?
+            });
+        }
+        Ok(Some(runs))
+    }
+
+    /// The element-wise sum of `values` over every device of the job.
+    pub(super) fn sum_over_job(&self, values: Vec<f32>) -> Result<Vec<f32>, EngineError> {
+        Ok(self
+            .comm
+            .all_reduce_sum(&self.everyone, Tag::Report, values)?)
+    }
+
+    /// Gathers the final parameters on the lead device (replica 0, stage 0, shard 0): each
+    /// stage's first device sends its part, the lead appends the shared table.
+    pub(super) fn collect_parameters(&self) -> Result<Option<Vec<f32>>, EngineError> {
+        let layout = self.job.layout;
+        let lead = layout.device(0, 0, 0);
+        let Role {
+            replica,
+            stage,
+            shard,
+        } = self.role;
+        let stage_leader = replica == 0 && shard == 0;
+        if stage_leader && self.rank != lead {
+            let values = self
+                .model
+                .parameter_values(&self.model.part_ids(&self.part));
+            self.comm.send(lead, Tag::Report, values)?;
+        }
+        if self.rank != lead {
+            return Ok(None);
+        }
+        debug_assert_eq!(stage, 0);
+        let mut all = self
+            .model
+            .parameter_values(&self.model.part_ids(&self.part));
+        for stage in 1..layout.degrees().pp {
+            all.extend(self.comm.recv(layout.device(0, stage, 0), Tag::Report)?);
+        }
+        all.extend(self.model.parameter_values(&[self.model.table_id()]));
+        Ok(Some(all))
+    }
+}
+
+/// A device's figures as a message: step seconds, peak reserved, peak in use and bytes sent
+/// per step, each as the two halves of its 64 bits (`u64::MAX`: not measured).
+fn encode_run(run: &DeviceRun) -> Vec<f32> {
+    [
+        run.step_seconds.to_bits(),
+        run.peak_bytes.unwrap_or(u64::MAX),
+        run.peak_in_use_bytes.unwrap_or(u64::MAX),
+        run.sent_bytes_per_step.to_bits(),
+        run.step_sent_bytes.to_bits(),
+    ]
+    .into_iter()
+    .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)])
+    .collect()
+}
+
+/// The figures of `rank` from [`encode_run`]'s message.
+fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
+    let words: Vec<u64> = message
+        .chunks(2)
+        .map(|w| w[0].to_bits() as u64 | (w.get(1).map_or(0, |h| h.to_bits()) as u64) << 32)
+        .collect();
+    let [seconds, peak, in_use, sent, step_sent] = words[..] else {
+        return Err(EngineError::Plan(format!(
+            "device {rank} sent a report of {} values, expected 10",
+            message.len()
+        )));
+    };
+    let measured = |v: u64| (v != u64::MAX).then_some(v);
+    Ok(DeviceRun {
+        rank,
+        step_seconds: f64::from_bits(seconds),
+        peak_bytes: measured(peak),
+        peak_in_use_bytes: measured(in_use),
+        sent_bytes_per_step: f64::from_bits(sent),
+        step_sent_bytes: f64::from_bits(step_sent),
+    })
+}
+
+/// The median of `values` (0 when empty).
+pub(super) fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DeviceRun, decode_run, encode_run, median};
+
+    #[test]
+    fn a_device_report_round_trips_through_a_message() {
+        let run = DeviceRun {
+            rank: 3,
+            step_seconds: 0.123_456_789,
+            peak_bytes: Some(5_000_000_123),
+            peak_in_use_bytes: None,
+            sent_bytes_per_step: 1234.5,
+            step_sent_bytes: 1000.25,
+        };
+        let back = decode_run(3, &encode_run(&run)).expect("six values");
+        assert_eq!(back.step_seconds, run.step_seconds);
+        assert_eq!(
+            (back.peak_bytes, back.peak_in_use_bytes),
+            (run.peak_bytes, None)
+        );
+        assert_eq!(back.sent_bytes_per_step, run.sent_bytes_per_step);
+        assert_eq!(back.step_sent_bytes, run.step_sent_bytes);
+        assert!(decode_run(3, &[0.0; 8]).is_err());
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&mut [9.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 30.0]), 3.0);
+        assert_eq!(median(&mut []), 0.0);
+    }
+}
