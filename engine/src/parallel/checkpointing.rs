@@ -105,6 +105,31 @@ impl FlatMoments {
     }
 }
 
+/// A packed state of parameters of `shapes`: their values, their first moments, their second
+/// moments (each as many values as the parameters hold) and one step count per parameter, as
+/// the values and each parameter's moments; `what` names it when its length is wrong.
+fn unpack_state<'v>(
+    packed: &'v [f32],
+    shapes: &[Vec<usize>],
+    what: &str,
+) -> Result<(&'v [f32], Vec<AdamMoments>), EngineError> {
+    let sizes = sizes(shapes);
+    let total: usize = sizes.iter().sum();
+    let expected = 3 * total + shapes.len();
+    if packed.len() != expected {
+        return Err(EngineError::Checkpoint(format!(
+            "{what} holds {} values, this model needs {expected}",
+            packed.len()
+        )));
+    }
+    let flat = FlatMoments {
+        moment_1: packed[total..2 * total].to_vec(),
+        moment_2: packed[2 * total..3 * total].to_vec(),
+        times: packed[3 * total..].to_vec(),
+    };
+    Ok((&packed[..total], flat.split(&sizes)))
+}
+
 /// Numbers of values of tensors of `shapes`.
 fn sizes(shapes: &[Vec<usize>]) -> Vec<usize> {
     shapes.iter().map(|s| s.iter().product()).collect()
@@ -186,26 +211,14 @@ where
         let mut moments = (Vec::new(), Vec::new(), Vec::new());
         for (ids, part) in id_groups.iter().zip(parts) {
             let shapes = self.model.parameter_shapes(ids);
-            let total: usize = sizes(&shapes).iter().sum();
-            if part.len() != 3 * total + ids.len() {
-                return Err(EngineError::Checkpoint(format!(
-                    "a stage sent {} checkpoint values, expected {}",
-                    part.len(),
-                    3 * total + ids.len()
-                )));
-            }
-            let flat = FlatMoments {
-                moment_1: part[total..2 * total].to_vec(),
-                moment_2: part[2 * total..3 * total].to_vec(),
-                times: part[3 * total..].to_vec(),
-            };
+            let (values, moments_of) = unpack_state(&part, &shapes, "a stage's part")?;
             let mut at = 0;
-            for (shape, m) in shapes.iter().zip(flat.split(&sizes(&shapes))) {
+            for (shape, m) in shapes.iter().zip(moments_of) {
                 let n: usize = shape.iter().product();
                 tensors.push(StateTensor {
                     name: format!("param.{index:04}"),
                     shape: shape.clone(),
-                    values: part[at..at + n].to_vec(),
+                    values: values[at..at + n].to_vec(),
                 });
                 moments.0.push(tensor("adam.m1", index, shape, m.moment_1));
                 moments.1.push(tensor("adam.m2", index, shape, m.moment_2));
@@ -305,24 +318,12 @@ where
             (meta, values)
         };
         let ids = self.model.canonical_ids();
-        let total: usize = sizes(&self.model.parameter_shapes(&ids)).iter().sum();
-        if values.len() != 3 * total + ids.len() {
-            return Err(EngineError::Checkpoint(format!(
-                "the checkpoint holds {} values, this model needs {}",
-                values.len(),
-                3 * total + ids.len()
-            )));
-        }
+        let shapes = self.model.parameter_shapes(&ids);
+        let (parameters, all) = unpack_state(&values, &shapes, "the checkpoint")?;
         let model = self.model.clone();
         self.model = model
-            .with_parameter_values(&ids, &values[..total])
+            .with_parameter_values(&ids, parameters)
             .map_err(EngineError::Checkpoint)?;
-        let flat = FlatMoments {
-            moment_1: values[total..2 * total].to_vec(),
-            moment_2: values[2 * total..3 * total].to_vec(),
-            times: values[3 * total..].to_vec(),
-        };
-        let all = flat.split(&sizes(&self.model.parameter_shapes(&ids)));
         let stepped = self.stepped_ids();
         let mine: Vec<AdamMoments> = ids
             .iter()
@@ -489,5 +490,18 @@ mod tests {
         let flat = FlatMoments::of(moments.clone());
         assert_eq!(flat.moment_1, vec![1.0, 2.0, 5.0]);
         assert_eq!(flat.split(&[2, 1]), moments);
+
+        // Packed after the values 7, 8, 9 of the same two parameters, with their step counts.
+        let packed = [7.0, 8.0, 9.0, 1.0, 2.0, 5.0, 3.0, 4.0, 6.0, 3.0, 3.0];
+        let shapes = [vec![2], vec![1]];
+        let (values, unpacked) = unpack_state(&packed, &shapes, "a part").expect("fits");
+        assert_eq!((values, unpacked), (&[7.0, 8.0, 9.0][..], moments));
+        let short = unpack_state(&packed[..10], &shapes, "a part").expect_err("one short");
+        assert!(
+            short
+                .to_string()
+                .contains("a part holds 10 values, this model needs 11"),
+            "{short}"
+        );
     }
 }
