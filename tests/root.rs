@@ -14,6 +14,7 @@ mod cli_predict;
 mod cli_report;
 mod cli_train;
 mod common;
+mod cost_model_check;
 mod device_memory;
 mod dropout;
 mod gpu_check;
