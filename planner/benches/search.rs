@@ -1,7 +1,10 @@
 //! Times the search on a 64-device, 48-layer problem and prints it beside its 1 s bound.
 //!
-//! The cluster: eight nodes of eight GPUs (four nodes of H100 SXM, four of A100 SXM), NVLink
-//! inside a node, 400 Gb/s InfiniBand between nodes. Run with `cargo bench -p megagraph-planner`.
+//! The clusters: nodes of eight GPUs, NVLink inside a node, 400 Gb/s InfiniBand between
+//! nodes, one sequence per device. 64 devices: four nodes of H100 SXM, four of A100 SXM.
+//! Run with `cargo bench -p megagraph-planner`; `cargo bench -p megagraph-planner -- NODES`
+//! times NODES nodes of four kinds in turn (H100, A100, RTX 4090 and MI250X figures) without a
+//! bound (issue 14 asks 10 s for 128 nodes, 1,024 devices, which the search does not meet yet).
 
 use std::time::Instant;
 
@@ -9,18 +12,26 @@ use megagraph_planner::{
     ClusterSpec, DeviceSpec, Link, ModelSpec, PairLink, SCHEMA_VERSION, search,
 };
 
-/// The time the search must stay under.
-const BOUND_SECONDS: f64 = 1.0;
+/// (name, memory bytes, FLOP/s, memory bandwidth, intra-node link bandwidth) of the kinds.
+const KINDS: [(&str, f64, f64, f64, f64); 4] = [
+    ("h100-sxm", 85.9e9, 6.7e13, 3.35e12, 4.5e11),
+    ("a100-sxm", 85.9e9, 1.95e13, 2.04e12, 3.0e11),
+    ("rtx-4090", 25.8e9, 8.26e13, 1.0e12, 3.2e10),
+    ("mi250x", 137.4e9, 4.79e13, 3.28e12, 2.0e11),
+];
 
-fn cluster() -> ClusterSpec {
+/// `nodes` nodes of eight GPUs: the first half H100, the second A100 when `kinds` is 2, else
+/// the four kinds in turn.
+fn cluster(nodes: usize, kinds: usize) -> ClusterSpec {
     let mut devices = Vec::new();
     let mut links = Vec::new();
-    for node in 0..8 {
-        let (name, memory_bytes, flops, mem_bandwidth, nvlink) = if node < 4 {
-            ("h100-sxm", 85.9e9, 6.7e13, 3.35e12, 4.5e11)
+    for node in 0..nodes {
+        let kind = if kinds == 2 {
+            usize::from(node >= nodes / 2)
         } else {
-            ("a100-sxm", 85.9e9, 1.95e13, 2.04e12, 3.0e11)
+            node % kinds
         };
+        let (name, memory_bytes, flops, mem_bandwidth, nvlink) = KINDS[kind];
         for _ in 0..8 {
             devices.push(DeviceSpec {
                 name: name.to_string(),
@@ -52,7 +63,7 @@ fn cluster() -> ClusterSpec {
     }
 }
 
-fn model() -> ModelSpec {
+fn model(num_sequences: usize) -> ModelSpec {
     ModelSpec {
         schema_version: SCHEMA_VERSION,
         layers: 48,
@@ -62,16 +73,18 @@ fn model() -> ModelSpec {
         features: 128,
         classes: 64,
         seq_len: 32768,
-        num_sequences: 64,
+        num_sequences,
         max_distance: 16,
         bytes_per_element: 4,
         ..ModelSpec::full_scope()
     }
 }
 
-fn main() {
-    let (cluster, model) = (cluster(), model());
-    let runs = 3;
+/// Times the search on `nodes` nodes of `kinds` kinds; fails the bench past `bound` seconds.
+fn time(nodes: usize, kinds: usize, bound: Option<f64>) {
+    let cluster = cluster(nodes, kinds);
+    let model = model(cluster.devices.len());
+    let runs = if cluster.devices.len() > 64 { 1 } else { 3 };
     let mut best = f64::INFINITY;
     let mut plan = None;
     for _ in 0..runs {
@@ -81,16 +94,29 @@ fn main() {
     }
     let plan = plan.expect("ran at least once");
     println!(
-        "search, {} devices x {} layers: {best:.3} s (best of {runs}), bound {BOUND_SECONDS:.1} s; plan {} with {} micro-batches, predicted step {:.3} s",
+        "search, {} devices x {} layers: {best:.3} s (best of {runs}), bound {}; plan {} with {} micro-batches, predicted step {:.3} s",
         cluster.devices.len(),
         model.layers,
+        bound.map_or("none".to_string(), |b| format!("{b:.1} s")),
         plan.config.degrees,
         plan.config.micro_batches,
         plan.prediction.step_seconds
     );
-    print!("{}", plan.table());
-    if best > BOUND_SECONDS {
-        eprintln!("search took {best:.3} s, over the {BOUND_SECONDS:.1} s bound");
+    if cluster.devices.len() <= 64 {
+        print!("{}", plan.table());
+    }
+    if let Some(bound) = bound.filter(|&b| best > b) {
+        eprintln!("search took {best:.3} s, over the {bound:.1} s bound");
         std::process::exit(1);
+    }
+}
+
+fn main() {
+    let nodes = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse::<usize>().ok());
+    match nodes {
+        Some(nodes) => time(nodes, 4, None),
+        None => time(8, 2, Some(1.0)),
     }
 }
