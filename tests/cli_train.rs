@@ -328,3 +328,41 @@ fn eval_every_evaluates_every_nth_epoch_and_the_last() -> TestResult {
     crate::cli_errors::assert_one_line_error(&run, Some(1), &["eval-every must be at least 1"]);
     Ok(())
 }
+
+/// `devices --backends all` lists every API's adapters: on CI's Mesa, lavapipe (Vulkan) and
+/// llvmpipe through EGL (OpenGL), two compute stacks on one CPU.
+#[test]
+fn devices_of_every_api_show_the_vulkan_and_gl_stacks() -> TestResult {
+    let bad = megagraph(&["devices", "--backends", "vulkan,glide"])?;
+    assert_eq!(bad.code, Some(1), "{}", bad.describe());
+    assert!(
+        bad.stderr.contains("\"glide\" is no graphics API"),
+        "{}",
+        bad.describe()
+    );
+    if !have_adapter("cli_train::devices_of_every_api_show_the_vulkan_and_gl_stacks")? {
+        return Ok(());
+    }
+    let run = megagraph(&["devices", "--backends", "all", "--json"])?;
+    assert_success(&run);
+    let report = last_json_line(&run)?;
+    let apis: Vec<&str> = report["adapters"]
+        .as_array()
+        .ok_or_else(|| format!("no adapters array: {report:?}"))?
+        .iter()
+        .filter_map(|a| a["backend"].as_str())
+        .collect();
+    for api in ["Vulkan", "Gl"] {
+        assert!(apis.contains(&api), "no {api} adapter among {apis:?}");
+    }
+    let gl_only = megagraph(&["devices", "--backends", "gl", "--json"])?;
+    assert_success(&gl_only);
+    let gl = last_json_line(&gl_only)?;
+    assert!(
+        gl["adapters"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(|a| a["backend"] == "Gl")),
+        "{gl:?}"
+    );
+    Ok(())
+}

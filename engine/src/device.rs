@@ -82,28 +82,50 @@ fn kernel_features(features: wgpu::Features) -> Vec<String> {
 /// over every API (GL too), with its compute-capable adapters, most capable first.
 fn instance() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
     for backends in [wgpu::Backends::PRIMARY, wgpu::Backends::all()] {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
-            backends,
-            ..wgpu::InstanceDescriptor::new_without_display_handle()
-        });
-        let mut adapters: Vec<wgpu::Adapter> =
-            pollster::block_on(instance.enumerate_adapters(backends))
-                .into_iter()
-                .filter(|a| {
-                    a.get_downlevel_capabilities()
-                        .flags
-                        .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
-                })
-                .collect();
+        let (instance, adapters) = instance_of(backends);
         if !adapters.is_empty() {
-            adapters.sort_by_key(|a| preference(a.get_info().device_type));
             return (instance, adapters);
         }
     }
-    (
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle()),
-        Vec::new(),
-    )
+    instance_of(wgpu::Backends::empty())
+}
+
+/// An instance of `backends` and its compute-capable adapters, most capable first.
+fn instance_of(backends: wgpu::Backends) -> (wgpu::Instance, Vec<wgpu::Adapter>) {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    let mut adapters: Vec<wgpu::Adapter> =
+        pollster::block_on(instance.enumerate_adapters(backends))
+            .into_iter()
+            .filter(|a| {
+                a.get_downlevel_capabilities()
+                    .flags
+                    .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+            })
+            .collect();
+    adapters.sort_by_key(|a| preference(a.get_info().device_type));
+    (instance, adapters)
+}
+
+/// The graphics APIs named in `text`: `all`, or a comma-separated list of `vulkan`, `gl`,
+/// `metal` and `dx12`.
+pub fn parse_backends(text: &str) -> Result<wgpu::Backends, String> {
+    if text == "all" {
+        return Ok(wgpu::Backends::all());
+    }
+    text.split(',')
+        .map(|name| match name.trim() {
+            "vulkan" => Ok(wgpu::Backends::VULKAN),
+            "gl" => Ok(wgpu::Backends::GL),
+            "metal" => Ok(wgpu::Backends::METAL),
+            "dx12" => Ok(wgpu::Backends::DX12),
+            other => Err(format!(
+                "{other:?} is no graphics API: expected all, or a comma-separated list of vulkan, gl, metal and dx12"
+            )),
+        })
+        .try_fold(wgpu::Backends::empty(), |all, one| Ok(all | one?))
 }
 
 /// Discrete GPUs first, software adapters last.
@@ -117,10 +139,21 @@ fn preference(kind: wgpu::DeviceType) -> u8 {
     }
 }
 
-/// Lists the compute-capable wgpu adapters of this machine, most capable first.
+/// Lists the compute-capable wgpu adapters of this machine, most capable first: those of the
+/// primary APIs (Vulkan, Metal, DX12), or, where those find none, of any API.
 pub fn list_adapters() -> Vec<AdapterSummary> {
-    instance()
-        .1
+    summaries(&instance().1)
+}
+
+/// Lists the compute-capable adapters of every API of `backends`, most capable first (one
+/// physical adapter appears once per API that drives it).
+pub fn list_adapters_of(backends: wgpu::Backends) -> Vec<AdapterSummary> {
+    summaries(&instance_of(backends).1)
+}
+
+/// What [`list_adapters`] says of each of `adapters`, numbered in order.
+fn summaries(adapters: &[wgpu::Adapter]) -> Vec<AdapterSummary> {
+    adapters
         .iter()
         .enumerate()
         .map(|(index, adapter)| {

@@ -1,11 +1,15 @@
 //! `megagraph devices`: the wgpu adapters of this machine.
 
 use clap::Args;
-use megagraph_engine::device::list_adapters;
+use megagraph_engine::device::{list_adapters, list_adapters_of, parse_backends};
 
 /// Options of `megagraph devices`.
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
+    /// The graphics APIs to list adapters of: `all`, or a comma-separated list of vulkan, gl,
+    /// metal and dx12 (default: Vulkan, Metal and DX12, or any API where those find none).
+    #[arg(long, value_name = "APIS")]
+    backends: Option<String>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -13,7 +17,10 @@ pub struct DevicesArgs {
 
 /// Lists the adapters.
 pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
-    let adapters = list_adapters();
+    let adapters = match &args.backends {
+        Some(text) => list_adapters_of(parse_backends(text).map_err(anyhow::Error::msg)?),
+        None => list_adapters(),
+    };
     if args.json {
         println!("{}", serde_json::json!({ "adapters": adapters }));
         return Ok(());
