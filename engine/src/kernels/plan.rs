@@ -520,9 +520,9 @@ impl std::fmt::Display for HopsTeam {
 }
 
 impl HopsShape {
-    /// The dense attention of the same operands: what the two scopes' checks and gradient
-    /// buffers have in common.
-    fn operands(&self) -> AttentionShape {
+    /// The dense attention of the same operands: what the two scopes' checks, gradient
+    /// buffers and shape classes have in common.
+    pub(crate) fn operands(&self) -> AttentionShape {
         AttentionShape {
             heads: self.heads,
             rows: self.rows,

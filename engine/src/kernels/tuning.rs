@@ -176,7 +176,8 @@ pub fn select_kernels(device: &WgpuDevice, selection: Selection) {
 }
 
 /// Runs `device`'s hops kernels with `team` from now on, whatever its selection (until then
-/// they are chosen as [`choose_hops_team`] says).
+/// they are chosen as dense kernels are: by timing on hardware adapters, one invocation per
+/// row on software ones).
 ///
 /// Panics on an invalid team, or one with subgroup reductions on a device without them.
 pub fn select_hops_team(device: &WgpuDevice, team: HopsTeam) {
@@ -397,17 +398,9 @@ where
 /// of two of rows, pairs per row (rounded) and heads.
 fn hops_shape_class(shape: &HopsShape) -> String {
     let log2 = |n: usize| n.next_power_of_two().trailing_zeros();
-    let dense = AttentionShape {
-        heads: shape.heads,
-        rows: shape.rows,
-        keys: shape.keys,
-        head_dim: shape.head_dim,
-        buckets: shape.buckets,
-        max_bucket: shape.max_bucket,
-    };
     format!(
         "{}-p{}",
-        shape_class(&dense),
+        shape_class(&shape.operands()),
         log2(shape.pairs.div_ceil(shape.rows))
     )
 }

@@ -1,7 +1,7 @@
 //! Hops attention on the wgpu backend: `shaders/hops_*.wgsl` through cubecl's raw-source path.
 //! The forward and the query-side backward run a team of invocations per query row, the
-//! key-side backward a team per key over the transposed index: a team of one unless the
-//! device's team is set otherwise ([`select_hops_team`](crate::kernels::tuning::select_hops_team)).
+//! key-side backward a team per key over the transposed index; the team is the device's, as
+//! [`choose_hops_team`] chooses it (one invocation per row on software adapters).
 
 use burn::{
     backend::wgpu::into_contiguous,
