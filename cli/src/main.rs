@@ -9,13 +9,24 @@ mod report;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use megagraph_engine::device::Backends;
 
 /// MegaGraph: portable Graph Transformer training on wgpu.
 #[derive(Debug, Parser)]
 #[command(name = "megagraph", version, about)]
 struct Cli {
+    /// The graphics APIs whose adapters every command lists, numbers and may open: all, or a
+    /// comma-separated list of vulkan, gl, metal and dx12 (default: Vulkan, Metal and DX12, or
+    /// any API where those find none). An adapter named API:N or by its id opens whatever this says.
+    #[arg(long, global = true, value_name = "APIS", value_parser = parse_backends)]
+    backends: Option<Backends>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--backends`' value.
+fn parse_backends(text: &str) -> Result<Backends, String> {
+    megagraph_engine::device::parse_backends(text)
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,6 +53,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return commands::report_usage_error(e),
     };
+    if let Some(backends) = cli.backends {
+        megagraph_engine::device::use_backends(backends).expect("set once, first");
+    }
     let result = match cli.command {
         Command::Devices(args) => commands::devices::run(&args),
         Command::Train(args) => commands::train::run(&args),

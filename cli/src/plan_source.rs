@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use megagraph_engine::{
     burn::backend::wgpu::WgpuDevice,
-    device::{list_adapters, open_logical_devices, open_wgpu},
+    device::{AdapterSelector, declare_adapters, describe_adapter, list_adapters, open_wgpu},
     graph::Graph,
     profile::{ProfileOptions, profile},
     train::{TrainOptions, measure_sequences},
@@ -15,34 +15,94 @@ use megagraph_planner::{
     ClusterSpec, Degrees, HaloSpec, ModelSpec, Plan, load_cluster, search, search_fixed,
 };
 
-/// The devices to run on: `logical` devices on one adapter, or one per adapter.
-pub fn open_devices(
-    adapter: Option<usize>,
+/// The adapters of a job's devices.
+#[derive(Debug, PartialEq)]
+enum Chosen {
+    /// One device per entry, on the adapter it names (`None`: the first of the list).
+    Each(Vec<Option<AdapterSelector>>),
+    /// One device per adapter of the process's list.
+    EveryListed,
+}
+
+/// Which adapters a job opens, from what names them, first match wins: `logical` devices on
+/// the one `--adapter` (or the first of the list); the `--adapter`s, one device each; the
+/// plan's adapter ids for this process's devices (`planned`, all of them named); one device per
+/// adapter of the list.
+fn choose(
+    adapters: &[AdapterSelector],
     logical: Option<usize>,
-) -> anyhow::Result<Vec<WgpuDevice>> {
-    match logical {
-        Some(0) => bail!("--devices must be at least 1"),
-        Some(count) => Ok(open_logical_devices(adapter, count)?),
-        None => {
-            let count = list_adapters().len().max(1);
-            Ok((0..count)
-                .map(|i| open_wgpu(Some(i)))
-                .collect::<Result<Vec<_>, _>>()?)
+    planned: &[Option<String>],
+) -> anyhow::Result<Chosen> {
+    if let Some(count) = logical {
+        if count == 0 {
+            bail!("--devices must be at least 1");
         }
+        if adapters.len() > 1 {
+            bail!("--devices N opens N logical devices of one adapter: name at most one --adapter");
+        }
+        return Ok(Chosen::Each(vec![adapters.first().cloned(); count]));
     }
+    if !adapters.is_empty() {
+        return Ok(Chosen::Each(adapters.iter().cloned().map(Some).collect()));
+    }
+    if !planned.is_empty() && planned.iter().all(Option::is_some) {
+        let selectors = planned
+            .iter()
+            .flatten()
+            .map(|id| {
+                id.parse::<AdapterSelector>()
+                    .map(Some)
+                    .map_err(|e| anyhow::anyhow!("the plan's adapter {e}"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        return Ok(Chosen::Each(selectors));
+    }
+    Ok(Chosen::EveryListed)
+}
+
+/// Opens the devices of a job (see [`choose`] for which).
+pub fn open_devices(
+    adapters: &[AdapterSelector],
+    logical: Option<usize>,
+    planned: &[Option<String>],
+) -> anyhow::Result<Vec<WgpuDevice>> {
+    let selectors = match choose(adapters, logical, planned)? {
+        Chosen::Each(selectors) => selectors,
+        Chosen::EveryListed => {
+            let listed: Vec<_> = list_adapters().iter().map(|a| Some(a.selector())).collect();
+            if listed.is_empty() {
+                vec![None]
+            } else {
+                listed
+            }
+        }
+    };
+    let ids = selectors
+        .iter()
+        .map(|selector| Ok(describe_adapter(selector.as_ref())?.id))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    declare_adapters(&ids)?;
+    Ok(selectors
+        .iter()
+        .map(|selector| open_wgpu(selector.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?)
 }
 
 /// How many logical devices to open: `--devices N` when given; for a plan made on a cluster
 /// spec that lists more devices (`planned`) than the machine has adapters (a spec profiled
-/// with `--devices N`), that many; otherwise none (one device per adapter).
+/// with `--devices N`) and names no adapters (`names_adapters`), that many; otherwise none.
 pub fn logical_count(
     devices: Option<usize>,
     cluster: Option<&Path>,
     planned: usize,
+    names_adapters: bool,
 ) -> Option<usize> {
-    logical_for(devices, cluster.is_some(), planned, || {
-        list_adapters().len()
-    })
+    logical_for(
+        devices,
+        cluster.is_some() && !names_adapters,
+        planned,
+        || list_adapters().len(),
+    )
 }
 
 /// [`logical_count`] with the machine's adapters counted by `adapters` (only when needed).
@@ -103,6 +163,8 @@ pub struct PlanRequest<'a> {
     pub degrees: Option<Degrees>,
     /// Logical devices to profile.
     pub devices: Option<usize>,
+    /// The adapters to profile (empty: every listed one).
+    pub adapters: &'a [AdapterSelector],
     /// Memory of each profiled device.
     pub device_memory: Option<u64>,
 }
@@ -116,6 +178,7 @@ pub fn resolve(request: PlanRequest<'_>, model: &ModelSpec) -> anyhow::Result<Pl
         Some(path) => load_cluster(path)?,
         None => {
             profile(&ProfileOptions {
+                adapters: request.adapters.to_vec(),
                 logical_devices: request.devices,
                 device_memory: request.device_memory,
             })
@@ -209,6 +272,46 @@ mod tests {
         assert_eq!(
             refused.to_string(),
             "the plan is for a model with scope hops:2:256, this run has scope full: plan for this model"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn the_first_source_that_names_adapters_chooses_them() -> anyhow::Result<()> {
+        let id = |text: &str| text.parse::<AdapterSelector>().map_err(anyhow::Error::msg);
+        let (gl, vulkan) = (id("gl:0")?, id("vulkan:card#0")?);
+        let planned = [
+            Some("vulkan:card#0".to_string()),
+            Some("gl:x#0".to_string()),
+        ];
+        assert_eq!(
+            choose(std::slice::from_ref(&gl), Some(2), &planned)?,
+            Chosen::Each(vec![Some(gl.clone()); 2]),
+            "logical devices of the one --adapter"
+        );
+        assert_eq!(choose(&[], Some(2), &[])?, Chosen::Each(vec![None; 2]));
+        assert_eq!(
+            choose(&[vulkan.clone(), gl.clone()], None, &planned)?,
+            Chosen::Each(vec![Some(vulkan.clone()), Some(gl.clone())]),
+            "--adapter over the plan"
+        );
+        assert_eq!(
+            choose(&[], None, &planned)?,
+            Chosen::Each(vec![Some(vulkan), Some(id("gl:x#0")?)]),
+            "the plan's adapters"
+        );
+        assert_eq!(
+            choose(&[], None, &[planned[0].clone(), None])?,
+            Chosen::EveryListed,
+            "a plan that names some adapters only"
+        );
+        assert_eq!(choose(&[], None, &[])?, Chosen::EveryListed);
+        let refused = choose(&[gl.clone(), gl], Some(2), &[]).expect_err("two adapters");
+        assert!(refused.to_string().contains("at most one --adapter"));
+        let refused = choose(&[], None, &[Some("opengl:0".to_string())]).expect_err("bad id");
+        assert!(
+            refused.to_string().starts_with("the plan's adapter"),
+            "{refused}"
         );
         Ok(())
     }

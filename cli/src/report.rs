@@ -250,6 +250,7 @@ mod tests {
                 .enumerate()
                 .map(|(rank, &peak)| DeviceRun {
                     rank,
+                    adapter: "card | driver | Vulkan".to_string(),
                     step_seconds: 1.5,
                     peak_bytes: Some(peak),
                     peak_in_use_bytes: None,
@@ -287,6 +288,7 @@ mod tests {
         let mut cpu_report = report(vec![]);
         cpu_report.devices.push(DeviceRun {
             rank: 0,
+            adapter: String::new(),
             step_seconds: 1.5,
             peak_bytes: None,
             peak_in_use_bytes: None,

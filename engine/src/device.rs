@@ -14,9 +14,16 @@ use serde::Serialize;
 
 use crate::EngineError;
 
+mod autotune;
 mod pools;
+mod selector;
 
+pub use autotune::declare_adapters;
 use pools::fitted_pools;
+use selector::stable_ids;
+pub use selector::{AdapterSelector, api_name, parse_api};
+/// A set of graphics APIs, as `--backends` names them.
+pub use wgpu::Backends;
 
 /// The wgpu backend MegaGraph runs on: burn's CubeCL backend without the fusion wrapper, so
 /// that custom kernels can be bound into it.
@@ -33,6 +40,9 @@ pub type CpuAutodiff = Autodiff<CpuBackend>;
 pub struct AdapterSummary {
     /// Position in the adapter list; pass it as `--adapter`.
     pub index: usize,
+    /// The adapter's stable id (`API:NAME#N`), which `--adapter` and cluster specs take too and
+    /// which survives a reordering of the list.
+    pub id: String,
     /// Adapter name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
     pub name: String,
     /// Graphics API: Vulkan, Metal, Dx12 or Gl.
@@ -45,6 +55,8 @@ pub struct AdapterSummary {
     pub max_storage_buffer_binding_size: u64,
     /// Largest buffer in bytes.
     pub max_buffer_size: u64,
+    /// Storage buffers one shader stage may bind.
+    pub max_storage_buffers_per_shader_stage: u32,
     /// Workgroup (shared) memory per workgroup, bytes.
     pub max_compute_workgroup_storage_size: u32,
     /// Invocations per workgroup.
@@ -57,6 +69,13 @@ pub struct AdapterSummary {
     /// The cooperative-matrix (tensor-core) shapes the driver offers, as `MxNxK A->C` types;
     /// empty without `EXPERIMENTAL_COOPERATIVE_MATRIX`.
     pub cooperative_matrices: Vec<String>,
+}
+
+impl AdapterSummary {
+    /// The selector that names this adapter whatever the list's order: its stable id.
+    pub fn selector(&self) -> AdapterSelector {
+        self.id.parse().expect("a stable id parses")
+    }
 }
 
 /// The adapter features a kernel variant may depend on, by wgpu's names.
@@ -78,9 +97,24 @@ fn kernel_features(features: wgpu::Features) -> Vec<String> {
     .collect()
 }
 
-/// An instance over the primary APIs (Vulkan, Metal, DX12) when they have an adapter, else
-/// over every API (GL too), with its compute-capable adapters, most capable first.
+/// The graphics APIs whose adapters this process lists and numbers, when `--backends` set them.
+static BACKENDS: std::sync::OnceLock<wgpu::Backends> = std::sync::OnceLock::new();
+
+/// Makes `backends` the graphics APIs whose adapters this process lists and numbers
+/// (`--backends`), instead of the primary APIs (or every API where those find none). Call it
+/// once, before any adapter is listed; a later call is refused.
+pub fn use_backends(backends: wgpu::Backends) -> Result<(), EngineError> {
+    BACKENDS.set(backends).map_err(|_| {
+        EngineError::InvalidOptions("the graphics APIs of this process are already set".into())
+    })
+}
+
+/// The process's adapter list: those of `--backends`' APIs, or of the primary APIs (Vulkan,
+/// Metal, DX12), or of every API (GL too) where those find none; most capable first.
 fn instance() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
+    if let Some(backends) = BACKENDS.get() {
+        return instance_of(*backends);
+    }
     for backends in [wgpu::Backends::PRIMARY, wgpu::Backends::all()] {
         let (instance, adapters) = instance_of(backends);
         if !adapters.is_empty() {
@@ -116,14 +150,10 @@ pub fn parse_backends(text: &str) -> Result<wgpu::Backends, String> {
         return Ok(wgpu::Backends::all());
     }
     text.split(',')
-        .map(|name| match name.trim() {
-            "vulkan" => Ok(wgpu::Backends::VULKAN),
-            "gl" => Ok(wgpu::Backends::GL),
-            "metal" => Ok(wgpu::Backends::METAL),
-            "dx12" => Ok(wgpu::Backends::DX12),
-            other => Err(format!(
-                "{other:?} is no graphics API: expected all, or a comma-separated list of vulkan, gl, metal and dx12"
-            )),
+        .map(|name| {
+            parse_api(name)
+                .map(wgpu::Backends::from)
+                .map_err(|e| format!("{e} (or all)"))
         })
         .try_fold(wgpu::Backends::empty(), |all, one| Ok(all | one?))
 }
@@ -139,28 +169,37 @@ fn preference(kind: wgpu::DeviceType) -> u8 {
     }
 }
 
-/// Lists the compute-capable wgpu adapters of this machine, most capable first: those of the
-/// primary APIs (Vulkan, Metal, DX12), or, where those find none, of any API.
+/// Lists the compute-capable wgpu adapters of the process's graphics APIs (see
+/// [`use_backends`]), most capable first. One physical adapter appears once per API that
+/// drives it.
 pub fn list_adapters() -> Vec<AdapterSummary> {
     summaries(&instance().1)
 }
 
-/// Lists the compute-capable adapters of every API of `backends`, most capable first (one
-/// physical adapter appears once per API that drives it).
-pub fn list_adapters_of(backends: wgpu::Backends) -> Vec<AdapterSummary> {
-    summaries(&instance_of(backends).1)
+/// The API and name of each adapter, in list order: what selectors match.
+fn names(adapters: &[wgpu::Adapter]) -> Vec<(wgpu::Backend, String)> {
+    adapters
+        .iter()
+        .map(|a| {
+            let info = a.get_info();
+            (info.backend, info.name)
+        })
+        .collect()
 }
 
 /// What [`list_adapters`] says of each of `adapters`, numbered in order.
 fn summaries(adapters: &[wgpu::Adapter]) -> Vec<AdapterSummary> {
+    let ids = stable_ids(&names(adapters));
     adapters
         .iter()
+        .zip(ids)
         .enumerate()
-        .map(|(index, adapter)| {
+        .map(|(index, (adapter, id))| {
             let info = adapter.get_info();
             let limits = adapter.limits();
             AdapterSummary {
                 index,
+                id: id.to_string(),
                 name: info.name,
                 backend: format!("{:?}", info.backend),
                 device_type: format!("{:?}", info.device_type),
@@ -169,6 +208,7 @@ fn summaries(adapters: &[wgpu::Adapter]) -> Vec<AdapterSummary> {
                     .to_string(),
                 max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
                 max_buffer_size: limits.max_buffer_size,
+                max_storage_buffers_per_shader_stage: limits.max_storage_buffers_per_shader_stage,
                 max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
                 max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
                 subgroup_sizes: [info.subgroup_min_size, info.subgroup_max_size],
@@ -188,6 +228,51 @@ fn summaries(adapters: &[wgpu::Adapter]) -> Vec<AdapterSummary> {
         .collect()
 }
 
+/// The instance, adapter and stable id of the adapter `selector` names (the first of the list
+/// when `None`): a position counts in the process's list, an API or id among that API's
+/// adapters.
+fn find_adapter(
+    selector: Option<&AdapterSelector>,
+) -> Result<(wgpu::Instance, wgpu::Adapter, AdapterSelector), EngineError> {
+    let selector = selector.cloned().unwrap_or(AdapterSelector::Position(0));
+    let (instance, adapters) = match selector.api() {
+        Some(api) => instance_of(api.into()),
+        None => instance(),
+    };
+    if adapters.is_empty() && selector.api().is_none() {
+        return Err(EngineError::NoAdapter);
+    }
+    let listed = names(&adapters);
+    match selector.find(&listed) {
+        Some(index) => {
+            // Adapters of one API and name are told apart by order: the ordinal counts the
+            // same ones before it in any list that holds that API's adapters.
+            let id = stable_ids(&listed).swap_remove(index);
+            let adapter = adapters.into_iter().nth(index).expect("found in the list");
+            Ok((instance, adapter, id))
+        }
+        None => Err(EngineError::AdapterNotFound {
+            selector: selector.to_string(),
+            present: stable_ids(&listed)
+                .iter()
+                .enumerate()
+                .map(|(i, id)| format!("{i}: {id}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// What [`list_adapters`] says of the adapter `selector` names (the first when `None`).
+pub fn describe_adapter(selector: Option<&AdapterSelector>) -> Result<AdapterSummary, EngineError> {
+    let (_, adapter, id) = find_adapter(selector)?;
+    let mut summary = summaries(std::slice::from_ref(&adapter))
+        .pop()
+        .expect("one adapter, one summary");
+    summary.id = id.to_string();
+    Ok(summary)
+}
+
 /// The device request for an adapter with `features` and `limits`, as cubecl makes its own:
 /// every feature but `MAPPABLE_PRIMARY_BUFFERS` (mapping device-local memory is slow where it
 /// works at all, and cubecl stages through buffers of its own), all the limits, and memory hints
@@ -205,19 +290,13 @@ fn device_descriptor(
     }
 }
 
-/// Opens adapter `index` of [`list_adapters`] (the first, most capable one when `None`) as a
-/// burn wgpu device, its memory pooled by [`pools`]' layout.
-pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
-    let (instance, adapters) = instance();
-    if adapters.is_empty() {
-        return Err(EngineError::NoAdapter);
-    }
-    let index = index.unwrap_or(0);
-    let available = adapters.len();
-    let adapter = adapters
-        .into_iter()
-        .nth(index)
-        .ok_or(EngineError::AdapterOutOfRange { index, available })?;
+/// Opens the adapter `selector` names (the first, most capable one of the list when `None`)
+/// as a burn wgpu device of its own (`WgpuDevice::Existing`), its memory pooled by [`pools`]'
+/// layout. A process that opens several adapters declares them first ([`declare_adapters`]);
+/// one that did not declares this adapter as its only one.
+pub fn open_wgpu(selector: Option<&AdapterSelector>) -> Result<WgpuDevice, EngineError> {
+    let (instance, adapter, id) = find_adapter(selector)?;
+    declare_adapters(&[id.to_string()])?;
     let info = adapter.get_info();
     let limits = adapter.limits();
     let memory_config = fitted_pools(
@@ -227,8 +306,7 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
     let descriptor = device_descriptor(adapter.features(), limits);
     let (device, queue) = pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| {
         EngineError::DeviceRequest {
-            index,
-            name: info.name.clone(),
+            adapter: format!("{} ({})", info.name, api_name(info.backend)),
             reason: e.to_string(),
         }
     })?;
@@ -250,6 +328,7 @@ pub fn open_wgpu(index: Option<usize>) -> Result<WgpuDevice, EngineError> {
         ),
         software: info.device_type == wgpu::DeviceType::Cpu,
         subgroups: setup.device.features().contains(wgpu::Features::SUBGROUP),
+        storage_buffers: Some(setup.device.limits().max_storage_buffers_per_shader_stage),
     };
     let device = init_device(setup, options);
     identities().insert(device.clone(), identity);
@@ -265,6 +344,8 @@ pub struct AdapterIdentity {
     pub software: bool,
     /// Whether its devices run subgroup operations (`Features::SUBGROUP` requested and granted).
     pub subgroups: bool,
+    /// Storage buffers one shader may bind on its devices (`None`: not known).
+    pub storage_buffers: Option<u32>,
 }
 
 /// The adapter, driver and API of each device [`open_wgpu`] opened.
@@ -286,17 +367,18 @@ pub fn adapter_identity(device: &WgpuDevice) -> AdapterIdentity {
             key: "unknown adapter".to_string(),
             software: false,
             subgroups: false,
+            storage_buffers: None,
         })
 }
 
-/// Opens `count` logical devices on adapter `index` (the first when `None`): separate wgpu
-/// devices with their own queues and memory pools, so that a plan for several devices runs on
-/// one adapter.
+/// Opens `count` logical devices on the adapter `selector` names (the first when `None`):
+/// separate wgpu devices with their own queues and memory pools, so that a plan for several
+/// devices runs on one adapter.
 pub fn open_logical_devices(
-    index: Option<usize>,
+    selector: Option<&AdapterSelector>,
     count: usize,
 ) -> Result<Vec<WgpuDevice>, EngineError> {
-    (0..count).map(|_| open_wgpu(index)).collect()
+    (0..count).map(|_| open_wgpu(selector)).collect()
 }
 
 /// A backend whose device memory can be measured.
@@ -312,6 +394,13 @@ pub trait MemoryProbe: Backend {
 
     /// The largest buffer the device can allocate in one piece (`None`: no fixed limit).
     fn max_buffer_bytes(device: &Self::Device) -> Option<u64>;
+
+    /// The storage buffers one shader may bind on the device, where the backend runs WGSL
+    /// shaders with such a limit (`None` elsewhere).
+    fn storage_buffer_limit(device: &Self::Device) -> Option<u32>;
+
+    /// The device's adapter, "name | driver | API" (`None` where the backend has none).
+    fn adapter_name(device: &Self::Device) -> Option<String>;
 }
 
 impl MemoryProbe for WgpuBackend {
@@ -337,6 +426,14 @@ impl MemoryProbe for WgpuBackend {
                 .max_page_size,
         )
     }
+
+    fn storage_buffer_limit(device: &Self::Device) -> Option<u32> {
+        adapter_identity(device).storage_buffers
+    }
+
+    fn adapter_name(device: &Self::Device) -> Option<String> {
+        Some(adapter_identity(device).key)
+    }
 }
 
 impl MemoryProbe for CpuBackend {
@@ -349,6 +446,14 @@ impl MemoryProbe for CpuBackend {
     }
 
     fn max_buffer_bytes(_device: &Self::Device) -> Option<u64> {
+        None
+    }
+
+    fn storage_buffer_limit(_device: &Self::Device) -> Option<u32> {
+        None
+    }
+
+    fn adapter_name(_device: &Self::Device) -> Option<String> {
         None
     }
 }
@@ -364,6 +469,14 @@ impl<B: MemoryProbe, C: CheckpointStrategy> MemoryProbe for Autodiff<B, C> {
 
     fn max_buffer_bytes(device: &Self::Device) -> Option<u64> {
         B::max_buffer_bytes(device)
+    }
+
+    fn storage_buffer_limit(device: &Self::Device) -> Option<u32> {
+        B::storage_buffer_limit(device)
+    }
+
+    fn adapter_name(device: &Self::Device) -> Option<String> {
+        B::adapter_name(device)
     }
 }
 

@@ -46,15 +46,15 @@ pub enum EngineError {
         "no wgpu adapter found: install a Vulkan driver (e.g. `apt-get install mesa-vulkan-drivers libvulkan1` for the software one) or use --backend ndarray"
     )]
     NoAdapter,
-    /// An adapter index beyond the adapters present.
+    /// An adapter selector that names none of the adapters present.
     #[error(
-        "adapter {index} requested but only {available} wgpu adapter(s) are present (see `megagraph devices`)"
+        "no adapter {selector} here; present: [{present}] (see `megagraph devices`, and --backends for other graphics APIs)"
     )]
-    AdapterOutOfRange {
-        /// The index asked for.
-        index: usize,
-        /// How many adapters there are.
-        available: usize,
+    AdapterNotFound {
+        /// The selector as given.
+        selector: String,
+        /// The adapters of the list searched, as "position: id".
+        present: String,
     },
     /// A plan that cannot run here: devices missing, another model shape, too little memory.
     #[error("cannot run the plan: {0}")]
@@ -93,12 +93,10 @@ pub enum EngineError {
         message: String,
     },
     /// The adapter refused to create a device.
-    #[error("adapter {index} (\"{name}\") could not open a device: {reason}")]
+    #[error("adapter {adapter} could not open a device: {reason}")]
     DeviceRequest {
-        /// The adapter's index.
-        index: usize,
-        /// The adapter's name.
-        name: String,
+        /// The adapter's name and API.
+        adapter: String,
         /// What wgpu said.
         reason: String,
     },

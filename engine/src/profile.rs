@@ -10,7 +10,10 @@ use burn::backend::wgpu::WgpuDevice;
 
 use crate::{
     EngineError,
-    device::{WgpuBackend, list_adapters, open_wgpu},
+    device::{
+        AdapterSelector, AdapterSummary, WgpuBackend, declare_adapters, describe_adapter,
+        list_adapters, open_wgpu,
+    },
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
     timing::best_seconds,
 };
@@ -18,7 +21,10 @@ use crate::{
 /// Which devices to measure and what to assume where wgpu reports nothing.
 #[derive(Debug, Clone, Default)]
 pub struct ProfileOptions {
-    /// Measure this many logical devices on adapter 0 instead of one device per adapter.
+    /// The adapters to measure, one device each (empty: every adapter of the process's list).
+    pub adapters: Vec<AdapterSelector>,
+    /// Measure this many logical devices on the first adapter (of `adapters`, or of the list)
+    /// instead of one device per adapter.
     pub logical_devices: Option<usize>,
     /// Memory of each device in bytes; wgpu does not report it for GPUs.
     pub device_memory: Option<u64>,
@@ -181,33 +187,51 @@ fn host_staged_link(from: &WgpuDevice, to: &WgpuDevice) -> Link {
 /// Memory: `device_memory` when given; for software (CPU) adapters the host's memory shared
 /// evenly; otherwise an error, since wgpu does not report a GPU's memory.
 pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
-    let adapters = list_adapters();
+    let adapters: Vec<AdapterSummary> = if options.adapters.is_empty() {
+        list_adapters()
+    } else {
+        options
+            .adapters
+            .iter()
+            .map(|selector| describe_adapter(Some(selector)))
+            .collect::<Result<_, _>>()?
+    };
     if adapters.is_empty() {
         return Err(EngineError::NoAdapter);
     }
-    let targets: Vec<(usize, String)> = match options.logical_devices {
+    let targets: Vec<(&AdapterSummary, String)> = match options.logical_devices {
         Some(0) => {
             return Err(EngineError::InvalidOptions(
                 "--devices must be at least 1".into(),
             ));
         }
+        Some(_) if adapters.len() > 1 && !options.adapters.is_empty() => {
+            return Err(EngineError::InvalidOptions(
+                "--devices N measures logical devices of one adapter: name one --adapter".into(),
+            ));
+        }
         Some(n) => (0..n)
-            .map(|i| (0, format!("{} #{i}", adapters[0].name)))
+            .map(|i| (&adapters[0], format!("{} #{i}", adapters[0].name)))
             .collect(),
-        None => adapters.iter().map(|a| (a.index, a.name.clone())).collect(),
+        None => adapters
+            .iter()
+            .map(|a| (a, format!("{} ({})", a.name, a.backend)))
+            .collect(),
     };
+    let ids: Vec<String> = targets.iter().map(|(a, _)| a.id.clone()).collect();
+    declare_adapters(&ids)?;
     let task = crate::progress::task(format!("profiling {} device(s)", targets.len()));
     let devices = targets
         .iter()
-        .map(|(index, _)| open_wgpu(Some(*index)))
+        .map(|(adapter, _)| open_wgpu(Some(&adapter.selector())))
         .collect::<Result<Vec<_>, _>>()?;
     let mut specs = Vec::new();
     let mut measurements = Vec::new();
-    for (done, ((index, name), device)) in targets.iter().zip(&devices).enumerate() {
+    for (done, ((adapter, name), device)) in targets.iter().zip(&devices).enumerate() {
         task.advance(done as u64, targets.len() as u64);
         let memory = match options.device_memory {
             Some(bytes) => bytes,
-            None if adapters[*index].device_type == "Cpu" => {
+            None if adapter.device_type == "Cpu" => {
                 crate::memory::total_host_bytes().ok_or_else(|| {
                     EngineError::InvalidOptions(
                         "cannot read /proc/meminfo; pass --device-memory".into(),
@@ -236,6 +260,12 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             flops: best(&measured.attention_flops),
             mem_bandwidth: measured.mem_bandwidth,
             process: 0,
+            adapter: Some(adapter.id.clone()),
+            max_buffer_bytes: Some(
+                adapter
+                    .max_storage_buffer_binding_size
+                    .min(adapter.max_buffer_size) as f64,
+            ),
         });
         measurements.push(measured);
     }

@@ -39,6 +39,8 @@ fn cluster(nodes: usize, kinds: usize) -> ClusterSpec {
                 flops,
                 mem_bandwidth,
                 process: 0,
+                adapter: None,
+                max_buffer_bytes: None,
             });
         }
         for a in 0..8 {

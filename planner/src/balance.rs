@@ -22,14 +22,33 @@ impl Affine {
     pub fn at(&self, share: f64) -> f64 {
         self.at_zero + self.slope * share
     }
+
+    /// The largest share at which every one of `terms` stays within `limit` (at most 1;
+    /// negative where none does).
+    pub fn cap_below(terms: &[Affine], limit: f64) -> f64 {
+        terms
+            .iter()
+            .map(|t| {
+                if t.at_zero > limit {
+                    -1.0
+                } else if t.slope > 0.0 {
+                    (limit - t.at_zero) / t.slope
+                } else {
+                    1.0
+                }
+            })
+            .fold(1.0, f64::min)
+    }
 }
 
-/// One member of a group: its time and memory as functions of its share, its capacity.
+/// One member of a group: its time and memory as functions of its share, its capacity, and
+/// the largest share its buffer limit allows (see [`Affine::cap_below`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Member {
     pub time: Affine,
     pub memory: Affine,
     pub capacity: f64,
+    pub share_cap: f64,
 }
 
 /// Balanced shares of a group and what they give.
@@ -48,7 +67,11 @@ pub(crate) struct Balanced {
 pub(crate) fn balance(members: &[Member]) -> Balanced {
     let caps: Vec<f64> = members
         .iter()
-        .map(|m| ((m.capacity - m.memory.at_zero) / m.memory.slope).min(1.0))
+        .map(|m| {
+            ((m.capacity - m.memory.at_zero) / m.memory.slope)
+                .min(m.share_cap)
+                .min(1.0)
+        })
         .collect();
     let fits = caps.iter().all(|&c| c >= 0.0) && caps.iter().sum::<f64>() >= 1.0;
     let shares = if members.len() == 1 {
@@ -193,7 +216,48 @@ mod tests {
                 slope: 10.0,
             },
             capacity,
+            share_cap: f64::INFINITY,
         }
+    }
+
+    #[test]
+    fn a_buffer_limit_caps_a_share_like_memory() {
+        // Member 0 is twice as fast but its buffer limit allows a share of 0.4 at most.
+        let capped = Member {
+            share_cap: 0.4,
+            ..member(0.0, 1.0, 1e9)
+        };
+        let b = balance(&[capped, member(0.0, 2.0, 1e9)]);
+        assert!(close(b.shares[0], 0.4), "{:?}", b.shares);
+        assert!(b.fits);
+        let both = [
+            Member {
+                share_cap: 0.4,
+                ..capped
+            },
+            Member {
+                share_cap: 0.5,
+                ..capped
+            },
+        ];
+        assert!(!balance(&both).fits, "caps summing below 1");
+        let terms = [
+            Affine {
+                at_zero: 0.0,
+                slope: 100.0,
+            },
+            Affine {
+                at_zero: 30.0,
+                slope: 10.0,
+            },
+        ];
+        assert!(close(Affine::cap_below(&terms, 50.0), 0.5));
+        assert!(close(Affine::cap_below(&terms, 35.0), 0.35));
+        assert_eq!(Affine::cap_below(&terms, 1e9), 1.0);
+        assert!(
+            Affine::cap_below(&terms, 20.0) < 0.0,
+            "the key table alone is too large"
+        );
     }
 
     fn close(a: f64, b: f64) -> bool {

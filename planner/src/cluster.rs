@@ -37,6 +37,14 @@ pub struct DeviceSpec {
     /// one process. A process's devices are its adapters (or logical devices) in list order.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub process: usize,
+    /// The adapter that holds the device, by its stable id (`API:NAME#N`, as `megagraph devices`
+    /// lists it); several devices may name one adapter (logical devices). A plan opens exactly
+    /// these adapters. Absent: the process's adapters (or logical devices) in list order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
+    /// The largest buffer the device can bind, bytes (its API's limit; absent: none known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_buffer_bytes: Option<f64>,
 }
 
 /// Whether a process number is the default.
@@ -144,12 +152,13 @@ impl ClusterSpec {
 }
 
 impl DeviceSpec {
-    /// Checks that memory, FLOP/s and bandwidth are finite and positive.
+    /// Checks that memory, FLOP/s, bandwidth and any buffer limit are finite and positive.
     fn validate(&self, index: usize) -> Result<(), PlannerError> {
         for (field, value) in [
             ("memory_bytes", self.memory_bytes),
             ("flops", self.flops),
             ("mem_bandwidth", self.mem_bandwidth),
+            ("max_buffer_bytes", self.max_buffer_bytes.unwrap_or(1.0)),
         ] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(PlannerError::Device {

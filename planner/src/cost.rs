@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::balance::Affine;
 use crate::cluster::Link;
 use crate::grid::{Cell, Grid};
 use crate::{AttentionScope, ClusterSpec, Degrees, ModelSpec, ParallelConfig, PlannerError};
@@ -23,6 +24,8 @@ const DEGREE_INDEX_BYTES: f64 = 4.0;
 /// Bytes per near pair of the hops scope's index on a device: key, row and transposed row as
 /// int32, two bucket bytes.
 const PAIR_INDEX_BYTES: f64 = 14.0;
+/// Bytes of a pair in the largest array of the near-pair index: its key (one u32).
+const PAIR_KEY_BYTES: f64 = 4.0;
 /// Steps of the engine's personalised-PageRank propagation of the logits (APPNP).
 const PROPAGATION_STEPS: f64 = 10.0;
 /// Relative slack when comparing a predicted peak with a device's memory, so that shares
@@ -141,12 +144,23 @@ pub struct DevicePrediction {
     /// transfers and gradient sums (what the engine counts as its training traffic).
     #[serde(default)]
     pub sent_bytes: f64,
+    /// The largest single buffer the device allocates, bytes: a row block of distance buckets
+    /// or pair keys, of input features or FFN activations, or the key table's K.
+    #[serde(default)]
+    pub largest_buffer_bytes: f64,
+    /// The largest buffer the device can bind, bytes (from the cluster spec; absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_buffer_bytes: Option<f64>,
 }
 
 impl DevicePrediction {
-    /// Whether the predicted peak fits the device's memory.
+    /// Whether the predicted peak fits the device's memory, and its largest buffer the
+    /// device's buffer limit.
     pub fn fits(&self) -> bool {
         self.memory.total() <= self.memory_bytes * (1.0 + MEMORY_TOLERANCE)
+            && self
+                .max_buffer_bytes
+                .is_none_or(|limit| self.largest_buffer_bytes <= limit * (1.0 + MEMORY_TOLERANCE))
     }
 }
 
@@ -188,7 +202,19 @@ impl Prediction {
 
     /// The error saying this (least overflowing) configuration does not fit.
     pub(crate) fn nothing_fits(&self) -> PlannerError {
-        let (device, _) = self.worst_overflow();
+        let (device, ratio) = self.worst_overflow();
+        let over_limit = self.devices.iter().enumerate().find(|(_, d)| {
+            d.max_buffer_bytes
+                .is_some_and(|limit| d.largest_buffer_bytes > limit * (1.0 + MEMORY_TOLERANCE))
+        });
+        if let (true, Some((device, d))) = (ratio <= 1.0 + MEMORY_TOLERANCE, over_limit) {
+            return PlannerError::BufferTooLarge {
+                needed_bytes: d.largest_buffer_bytes,
+                device,
+                name: d.name.clone(),
+                limit_bytes: d.max_buffer_bytes.unwrap_or_default(),
+            };
+        }
         let worst = &self.devices[device];
         PlannerError::NothingFits {
             needed_bytes: worst.memory.total(),
@@ -235,6 +261,7 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
         post: (f64, f64),
         memory: MemoryBreakdown,
         sent_bytes: f64,
+        largest_buffer: f64,
     }
     let busy: Vec<Busy> = cost
         .places(config)
@@ -246,6 +273,11 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
                 micro_batch: cost.micro_batch_time(&place, share),
                 post: cost.post_time(&place),
                 memory: cost.memory(&place, share),
+                largest_buffer: cost
+                    .buffer_terms(&place)
+                    .iter()
+                    .map(|term| term.at(share))
+                    .fold(0.0, f64::max),
                 sent_bytes: micro.count as f64 * cost.micro_batch_sent_bytes(&place, share)
                     + cost.post_sent_bytes(&place),
             }
@@ -268,6 +300,8 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
             time: TimeBreakdown::default(),
             memory: MemoryBreakdown::default(),
             sent_bytes: 0.0,
+            largest_buffer_bytes: 0.0,
+            max_buffer_bytes: d.max_buffer_bytes,
         })
         .collect();
     for b in busy {
@@ -284,6 +318,7 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
         device.time = time;
         device.memory = b.memory;
         device.sent_bytes = b.sent_bytes;
+        device.largest_buffer_bytes = b.largest_buffer;
     }
     let step_seconds = devices.iter().map(|d| d.step_seconds).fold(0.0, f64::max);
     Prediction {
@@ -651,6 +686,38 @@ impl<'a> CostModel<'a> {
             activations: sequences * ((rows + tokens) * per_node + key_table),
             distance_buckets: sequences * pairs,
         }
+    }
+
+    /// The device's largest single buffers for one sequence as functions of its share, bytes:
+    /// its row block of the largest per-row array (distance buckets under the full scope, S
+    /// bytes a row; pair keys under the hops scope, 4 bytes a pair; input features on the first
+    /// stage; FFN activations), and its key table's K (every key row it reads × hidden).
+    /// Checked against a device's buffer limit ([`DevicePrediction::fits`]; the share caps of
+    /// balancing).
+    pub(crate) fn buffer_terms(&self, place: &Place) -> [Affine; 2] {
+        let model = self.model;
+        let b = model.bytes_per_element as f64;
+        let seq = model.seq_len as f64;
+        let per_pair = match model.scope {
+            AttentionScope::Full => 1.0,
+            AttentionScope::Hops { .. } => PAIR_KEY_BYTES,
+        };
+        let mut widest = (per_pair * model.pairs_per_row()).max(b * model.ffn_hidden as f64);
+        if place.first_stage() {
+            widest = widest.max(b * model.features as f64);
+        }
+        let key_bytes = b * model.hidden as f64;
+        let keys_at_zero = self.key_rows(place, 0.0);
+        [
+            Affine {
+                at_zero: 0.0,
+                slope: seq * widest,
+            },
+            Affine {
+                at_zero: keys_at_zero * key_bytes,
+                slope: (self.key_rows(place, 1.0) - keys_at_zero) * key_bytes,
+            },
+        ]
     }
 
     /// FLOPs of one sequence's forward and backward through the whole model on one device:

@@ -177,6 +177,23 @@ pub enum PlannerError {
         /// Its memory.
         capacity_bytes: f64,
     },
+    /// The least-overflowing configuration fits in memory, but one of its devices' largest
+    /// buffer exceeds the device's buffer limit.
+    #[error(
+        "no configuration fits: the best needs a {:.1} MiB buffer on device {device} ({name:?}), which binds at most {:.1} MiB",
+        needed_bytes / (1024.0 * 1024.0),
+        limit_bytes / (1024.0 * 1024.0)
+    )]
+    BufferTooLarge {
+        /// Bytes of the largest buffer.
+        needed_bytes: f64,
+        /// That device.
+        device: usize,
+        /// Its name.
+        name: String,
+        /// Its buffer limit.
+        limit_bytes: f64,
+    },
 }
 
 impl PlannerError {

@@ -24,6 +24,10 @@ pub struct Plan {
     pub model: ModelSpec,
     /// Per device: the MPI process that drives it (from the cluster spec's devices).
     pub processes: Vec<usize>,
+    /// Per device: the stable id of the adapter that holds it (from the cluster spec's devices);
+    /// empty when the spec names no adapter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapters: Vec<Option<String>>,
 }
 
 impl Plan {
@@ -34,6 +38,11 @@ impl Plan {
             baselines: Baselines::of(cluster, model),
             model: model.clone(),
             processes: cluster.devices.iter().map(|d| d.process).collect(),
+            adapters: if cluster.devices.iter().any(|d| d.adapter.is_some()) {
+                cluster.devices.iter().map(|d| d.adapter.clone()).collect()
+            } else {
+                Vec::new()
+            },
             config,
         }
     }
@@ -73,6 +82,9 @@ struct PlanFile {
     /// Per device, its MPI process; left out when every device is on process 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     processes: Vec<usize>,
+    /// Per device, the stable id of its adapter (null: unnamed); left out when none is named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    adapters: Vec<Option<String>>,
 }
 
 impl From<Plan> for PlanFile {
@@ -83,6 +95,7 @@ impl From<Plan> for PlanFile {
             baselines,
             model,
             processes,
+            adapters,
         } = plan;
         PlanFile {
             schema_version: SCHEMA_VERSION,
@@ -102,6 +115,7 @@ impl From<Plan> for PlanFile {
             } else {
                 processes
             },
+            adapters,
         }
     }
 }
@@ -156,12 +170,19 @@ impl TryFrom<PlanFile> for Plan {
             n if n == count => file.processes,
             n => return bad(format!("processes has {n} entries for {count} devices")),
         };
+        if !file.adapters.is_empty() && file.adapters.len() != count {
+            return bad(format!(
+                "adapters has {} entries for {count} devices",
+                file.adapters.len()
+            ));
+        }
         Ok(Plan {
             config,
             prediction,
             baselines: file.baselines,
             model: file.model,
             processes,
+            adapters: file.adapters,
         })
     }
 }
@@ -253,6 +274,32 @@ mod tests {
         assert!(
             err.to_string()
                 .contains("processes has 1 entries for 2 devices"),
+            "{err}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn adapters_come_from_the_cluster_and_round_trip() -> Result<(), PlannerError> {
+        let mut devices = vec![device("a", 4e9, 4e13, 1e12), device("b", 4e9, 4e13, 1e12)];
+        devices[0].adapter = Some("vulkan:card#0".to_string());
+        devices[1].adapter = Some("gl:card#0".to_string());
+        let plan = search(&cluster(devices, (2e10, 1e-5), vec![]), &model(2, 1024, 4))?;
+        let named = vec![
+            Some("vulkan:card#0".to_string()),
+            Some("gl:card#0".to_string()),
+        ];
+        assert_eq!(plan.adapters, named);
+        assert_eq!(Plan::from_json(&plan.to_json())?.adapters, named);
+        let unnamed = self::plan()?;
+        assert!(unnamed.adapters.is_empty(), "no adapter named, none listed");
+        assert!(!unnamed.to_json().contains("adapters"));
+        let mut value: serde_json::Value = serde_json::from_str(&plan.to_json()).expect("JSON");
+        value["adapters"] = serde_json::json!(["gl:card#0"]);
+        let err = Plan::from_json(&value.to_string()).expect_err("one entry for two devices");
+        assert!(
+            err.to_string()
+                .contains("adapters has 1 entries for 2 devices"),
             "{err}"
         );
         Ok(())

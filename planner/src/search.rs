@@ -172,7 +172,11 @@ mod tests {
                     prop_assert!(relative_gap(a, b) <= 1e-9, "search {a} vs exhaustive {b}");
                     prop_assert!(fast.prediction.fits());
                 }
-                (Err(PlannerError::NothingFits { .. }), Err(PlannerError::NothingFits { .. })) => {}
+                (Err(PlannerError::NothingFits { .. }), Err(PlannerError::NothingFits { .. }))
+                | (
+                    Err(PlannerError::BufferTooLarge { .. }),
+                    Err(PlannerError::BufferTooLarge { .. }),
+                ) => {}
                 (a, b) => prop_assert!(
                     false,
                     "search {:?} vs exhaustive {:?}",
@@ -273,6 +277,32 @@ mod tests {
         assert!(plan.prediction.fits());
         let shares = &plan.config.node_shares;
         assert!(shares[1] < 0.5 && shares[1] > 0.3, "shares {shares:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_device_with_a_small_buffer_limit_gets_a_smaller_share() -> Result<(), PlannerError> {
+        // S = 16384 under the full scope: a shard's distance buckets are share · 2^28 bytes.
+        let model = model(4, 16384, 1);
+        let mut limited = pair(1.0, [8e10; 2]);
+        limited.devices[1].max_buffer_bytes = Some(0.3 * 16384.0 * 16384.0);
+        let plan = search_fixed(&limited, &model, "dp1-pp1-cp2".parse()?)?;
+        assert!(plan.prediction.fits());
+        let shares = &plan.config.node_shares;
+        assert!(
+            shares[1] <= 0.3 + 1e-9 && shares[1] > 0.29,
+            "shares {shares:?}"
+        );
+        let device = &plan.prediction.devices[1];
+        assert!(device.largest_buffer_bytes <= device.max_buffer_bytes.expect("set"));
+        // Both limited to 30%: no split holds the sequence.
+        limited.devices[0].max_buffer_bytes = limited.devices[1].max_buffer_bytes;
+        let refused = search_fixed(&limited, &model, "dp1-pp1-cp2".parse()?);
+        let refused = refused.expect_err("caps summing below 1").to_string();
+        assert!(
+            refused.contains("buffer on device") && refused.contains("binds at most 76.8 MiB"),
+            "{refused}"
+        );
         Ok(())
     }
 

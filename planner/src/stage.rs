@@ -72,6 +72,8 @@ struct CellModel {
     /// All-reduce plus optimizer with no layers, and per layer.
     post: (f64, f64),
     capacity: f64,
+    /// The largest share the device's buffer limit allows.
+    share_cap: f64,
 }
 
 /// One stage's devices as functions of the stage's layer count, for one micro-batching.
@@ -101,6 +103,7 @@ impl StageModel {
                     time: cell.time.at(layers),
                     memory: cell.memory.at(layers),
                     capacity: cell.capacity,
+                    share_cap: cell.share_cap,
                 });
             }
             let Balanced {
@@ -153,11 +156,17 @@ impl Layout {
                     allreduce + optimizer
                 };
                 let device = self.grid.at(r, stage, c);
+                let share_cap = cost.cluster.devices[device]
+                    .max_buffer_bytes
+                    .map_or(f64::INFINITY, |limit| {
+                        Affine::cap_below(&cost.buffer_terms(&place(1)), limit)
+                    });
                 cells.push(CellModel {
                     time: Bilinear::fit(|n, s| cost.micro_batch_time(&place(n), s).total()),
                     memory: Bilinear::fit(|n, s| cost.memory(&place(n), s).total()),
                     post: (post(0), post(1) - post(0)),
                     capacity: cost.cluster.devices[device].memory_bytes,
+                    share_cap,
                 });
             }
         }

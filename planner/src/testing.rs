@@ -12,6 +12,8 @@ pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f
         flops,
         mem_bandwidth,
         process: 0,
+        adapter: None,
+        max_buffer_bytes: None,
     }
 }
 
@@ -64,6 +66,7 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
         log_uniform(6.5..9.7),
         log_uniform(12.0..14.0),
         log_uniform(11.0..12.3),
+        prop::option::weighted(0.3, log_uniform(5.0..8.0)),
     );
     let types = prop::collection::vec(kind, 1..=3);
     let link = (log_uniform(8.0..11.0), 0.0f64..1e-4);
@@ -77,8 +80,11 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
                 let devices = kinds
                     .iter()
                     .map(|&k| {
-                        let (memory, flops, mem_bandwidth) = types[k];
-                        device(&format!("type{k}"), memory, flops, mem_bandwidth)
+                        let (memory, flops, mem_bandwidth, max_buffer_bytes) = types[k];
+                        DeviceSpec {
+                            max_buffer_bytes,
+                            ..device(&format!("type{k}"), memory, flops, mem_bandwidth)
+                        }
                     })
                     .collect();
                 let all_pairs = (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b)));

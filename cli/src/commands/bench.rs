@@ -4,6 +4,7 @@
 use clap::{Args, Subcommand};
 use megagraph_engine::{
     bench::{AttentionBench, HopsBench, ReferenceMode, bench_attention, bench_hops_attention},
+    device::AdapterSelector,
     model::AttentionScope,
 };
 
@@ -65,9 +66,10 @@ pub struct AttentionArgs {
     /// With --scope hops: write the pairs (offsets, keys, buckets) to this .npz for a peer.
     #[arg(long, value_name = "FILE")]
     export_pairs: Option<std::path::PathBuf>,
-    /// wgpu adapter index from `megagraph devices`.
-    #[arg(long)]
-    adapter: Option<usize>,
+    /// The adapter: its position in `megagraph devices`, API:N (e.g. gl:0) or its id
+    /// API:NAME#N (default: the first listed).
+    #[arg(long, value_name = "ADAPTER")]
+    adapter: Option<AdapterSelector>,
     /// Print one JSON object on the last line.
     #[arg(long)]
     json: bool,
@@ -139,7 +141,7 @@ fn hops_attention(args: &AttentionArgs, hops: u8, max_pairs: usize) -> anyhow::R
         with_reference: !args.fused_only,
         with_variants: args.variants,
     };
-    let r = bench_hops_attention(shape, args.adapter, args.export_pairs.as_deref())?;
+    let r = bench_hops_attention(shape, args.adapter.as_ref(), args.export_pairs.as_deref())?;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     println!(
         "S={} heads={} head_dim={} {}: {} pairs ({:.1} per node, built in {:.2} s): hops {:.1} ms, peak {:.1} MiB, {:.2} GFLOP/s (device matmul {:.2}, host ndarray matmul {:.2} GFLOP/s)",
@@ -212,7 +214,7 @@ fn attention(args: &AttentionArgs) -> anyhow::Result<()> {
         with_reference: !args.fused_only,
         with_variants: args.variants,
     };
-    let r = bench_attention(shape, args.adapter)?;
+    let r = bench_attention(shape, args.adapter.as_ref())?;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     println!(
         "S={} heads={} head_dim={}: fused {:.1} ms, peak {:.1} MiB, {:.2} GFLOP/s ({:.2} of the device's matmul {:.2} GFLOP/s; host ndarray matmul {:.2} GFLOP/s)",

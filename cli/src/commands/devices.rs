@@ -1,15 +1,11 @@
 //! `megagraph devices`: the wgpu adapters of this machine.
 
 use clap::Args;
-use megagraph_engine::device::{list_adapters, list_adapters_of, parse_backends};
+use megagraph_engine::device::list_adapters;
 
-/// Options of `megagraph devices`.
+/// Options of `megagraph devices` (which graphics APIs: the global `--backends`).
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
-    /// The graphics APIs to list adapters of: `all`, or a comma-separated list of vulkan, gl,
-    /// metal and dx12 (default: Vulkan, Metal and DX12, or any API where those find none).
-    #[arg(long, value_name = "APIS")]
-    backends: Option<String>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -17,10 +13,7 @@ pub struct DevicesArgs {
 
 /// Lists the adapters.
 pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
-    let adapters = match &args.backends {
-        Some(text) => list_adapters_of(parse_backends(text).map_err(anyhow::Error::msg)?),
-        None => list_adapters(),
-    };
+    let adapters = list_adapters();
     if args.json {
         println!("{}", serde_json::json!({ "adapters": adapters }));
         return Ok(());
@@ -30,12 +23,12 @@ pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
     }
     for a in &adapters {
         println!(
-            "{:>2}  {:<40} {:<7} {:<14} max binding {} MiB, workgroup {} KiB / {} invocations, subgroups {}-{}  {}",
+            "{:>2}  {:<44} {:<14} max binding {} MiB, {} storage buffers, workgroup {} KiB / {} invocations, subgroups {}-{}  {}",
             a.index,
-            a.name,
-            a.backend,
+            a.id,
             a.device_type,
             a.max_storage_buffer_binding_size >> 20,
+            a.max_storage_buffers_per_shader_stage,
             a.max_compute_workgroup_storage_size >> 10,
             a.max_compute_invocations_per_workgroup,
             a.subgroup_sizes[0],

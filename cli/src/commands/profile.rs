@@ -4,11 +4,18 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use megagraph_engine::profile::{Profile, ProfileOptions, SizedRate, profile};
+use megagraph_engine::{
+    device::AdapterSelector,
+    profile::{Profile, ProfileOptions, SizedRate, profile},
+};
 
 /// Options of `megagraph profile`.
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
+    /// Measure this adapter (position in `megagraph devices`, API:N or id API:NAME#N); repeat
+    /// it for several (default: every listed adapter).
+    #[arg(long, value_name = "ADAPTER")]
+    adapter: Vec<AdapterSelector>,
     /// Measure N logical devices on the first adapter instead of one device per adapter.
     #[arg(long)]
     devices: Option<usize>,
@@ -24,6 +31,7 @@ pub struct ProfileArgs {
 /// and the links between processes, written by process 0.
 pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
     let options = ProfileOptions {
+        adapters: args.adapter.clone(),
         logical_devices: args.devices,
         device_memory: args.device_memory,
     };

@@ -8,7 +8,10 @@ use clap::{Args, ValueEnum};
 use megagraph_engine::{
     burn::tensor::backend::AutodiffBackend,
     comm::LocalHub,
-    device::{CpuAutodiff, MemoryProbe, WgpuAutodiff, list_adapters, open_wgpu},
+    device::{
+        AdapterSelector, CpuAutodiff, MemoryProbe, WgpuAutodiff, describe_adapter, list_adapters,
+        open_wgpu,
+    },
     graph::{Graph, Split, split},
     infer::{Holds, Trained},
     memory::{Bytes, check_host},
@@ -105,9 +108,11 @@ pub struct TrainArgs {
     /// Backend that runs the model.
     #[arg(long, value_enum, default_value = "wgpu")]
     backend: BackendChoice,
-    /// wgpu adapter index from `megagraph devices` (default: wgpu's preferred adapter).
-    #[arg(long)]
-    adapter: Option<usize>,
+    /// The adapter to train on, from `megagraph devices`: its position, API:N (e.g. gl:0) or its
+    /// id API:NAME#N (default: the first listed). Repeat it for a job over several adapters
+    /// (each one device, any mix of graphics APIs), planned as --devices is.
+    #[arg(long, value_name = "ADAPTER")]
+    adapter: Vec<AdapterSelector>,
     /// Train on N logical devices of the adapter; without --plan, under the plan the planner
     /// finds from a fresh profile of them.
     #[arg(long)]
@@ -231,8 +236,7 @@ fn check_software_devices(
     {
         return Ok(());
     }
-    let index = args.adapter.unwrap_or(0);
-    let Some(adapter) = list_adapters().into_iter().nth(index) else {
+    let Ok(adapter) = describe_adapter(args.adapter.first()) else {
         return Ok(());
     };
     if adapter.device_type != "Cpu" {
@@ -264,19 +268,18 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
         );
     }
     let prepared = prepare(args, true)?;
-    if args.plan.is_some() || args.devices.is_some() || args.cluster.is_some() {
+    if args.plan.is_some()
+        || args.devices.is_some()
+        || args.cluster.is_some()
+        || args.adapter.len() > 1
+    {
         return run_plan(args, &prepared);
     }
     match args.backend {
         BackendChoice::Wgpu => {
-            let device = open_wgpu(args.adapter)?;
-            let name = list_adapters()
-                .into_iter()
-                .nth(args.adapter.unwrap_or(0))
-                .map_or_else(
-                    || format!("{device:?}"),
-                    |a| format!("{} ({})", a.name, a.backend),
-                );
+            let adapter = describe_adapter(args.adapter.first())?;
+            let device = open_wgpu(Some(&adapter.selector()))?;
+            let name = format!("{} ({})", adapter.name, adapter.backend);
             run_one_device::<WgpuAutodiff>(args, &prepared, device, &name)
         }
         BackendChoice::Ndarray => {
@@ -341,13 +344,17 @@ pub(super) fn resolve_plan(
     if matches!(args.backend, BackendChoice::Ndarray) {
         anyhow::bail!("--plan and --devices run on wgpu devices; drop --backend ndarray");
     }
-    let max_cp = args.devices.unwrap_or_else(|| list_adapters().len().max(1));
+    let max_cp = args.devices.unwrap_or_else(|| match args.adapter.len() {
+        0 => list_adapters().len().max(1),
+        named => named,
+    });
     let model = plan_source::model_spec(graph, options, max_cp)?;
     let request = plan_source::PlanRequest {
         plan: args.plan.as_deref(),
         cluster: args.cluster.as_deref(),
         degrees: args.degrees,
         devices: args.devices,
+        adapters: &args.adapter,
         device_memory: args.device_memory,
     };
     let plan = plan_source::resolve(request, &model)?;
@@ -360,8 +367,13 @@ fn run_plan(args: &TrainArgs, prepared: &Prepared) -> anyhow::Result<()> {
     let options = &prepared.options;
     let plan = resolve_plan(args, &prepared.graph, options)?;
     let planned = plan.processes.len();
-    let logical = plan_source::logical_count(args.devices, args.cluster.as_deref(), planned);
-    let devices = plan_source::open_devices(args.adapter, logical)?;
+    let logical = plan_source::logical_count(
+        args.devices,
+        args.cluster.as_deref(),
+        planned,
+        !plan.adapters.is_empty(),
+    );
+    let devices = plan_source::open_devices(&args.adapter, logical, &plan.adapters)?;
     let layout = Layout::new(plan.config.clone(), devices.len(), options.model.layers)?;
     let hub = LocalHub::with_timeout(layout.size(), comm_timeout(args)?);
     let local = layout
@@ -540,6 +552,7 @@ fn device_rows(report: &TrainReport, plan: Option<&Plan>) -> Vec<serde_json::Val
             let predicted = plan.and_then(|p| p.prediction.devices.get(d.rank));
             serde_json::json!({
                 "rank": d.rank,
+                "adapter": d.adapter,
                 "step_seconds": d.step_seconds,
                 "peak_bytes": d.peak_bytes,
                 "peak_in_use_bytes": d.peak_in_use_bytes,

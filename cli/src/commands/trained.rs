@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use megagraph_engine::{
-    device::{CpuBackend, WgpuBackend, open_wgpu},
+    device::{AdapterSelector, CpuBackend, WgpuBackend, open_wgpu},
     graph::Graph,
     infer::{Inference, Trained, infer},
 };
@@ -31,9 +31,10 @@ pub struct ModelArgs {
     /// Backend that runs the model.
     #[arg(long, value_enum, default_value = "wgpu")]
     backend: BackendChoice,
-    /// wgpu adapter index from `megagraph devices` (default: wgpu's preferred adapter).
-    #[arg(long)]
-    adapter: Option<usize>,
+    /// The adapter: its position in `megagraph devices`, API:N (e.g. gl:0) or its id
+    /// API:NAME#N (default: the first listed).
+    #[arg(long, value_name = "ADAPTER")]
+    adapter: Option<AdapterSelector>,
     /// Print the result as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
@@ -81,7 +82,7 @@ impl ModelArgs {
         );
         let inference = match self.backend {
             BackendChoice::Wgpu => {
-                infer::<WgpuBackend>(&graph, &trained, &open_wgpu(self.adapter)?)?
+                infer::<WgpuBackend>(&graph, &trained, &open_wgpu(self.adapter.as_ref())?)?
             }
             BackendChoice::Ndarray => infer::<CpuBackend>(&graph, &trained, &Default::default())?,
         };

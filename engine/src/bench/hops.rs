@@ -15,7 +15,10 @@ use serde::Serialize;
 use super::{BUDGET_SECONDS, matmul_gflops};
 use crate::{
     EngineError,
-    device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
+    device::{
+        AdapterSelector, CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, describe_adapter,
+        open_wgpu,
+    },
     graph::{NearLimits, NearPairs, RmatParams, rmat},
     kernels::{
         HopsIndex, HopsPattern, PairBuckets, biased_attention,
@@ -271,12 +274,12 @@ fn run_dense(shape: &HopsBench, index: &HopsIndex, device: &WgpuDevice) -> (f64,
     (seconds, WgpuAutodiff::reserved_bytes(device).unwrap_or(0))
 }
 
-/// Benchmarks the hops kernels on adapter `adapter` (default 0), each implementation on its
+/// Benchmarks the hops kernels on the adapter `adapter` names (default: the first), each implementation on its
 /// own device so that each memory pool's high-water mark is its own; writes the pairs to
 /// `export` first when given.
 pub fn bench_hops_attention(
     shape: HopsBench,
-    adapter: Option<usize>,
+    adapter: Option<&AdapterSelector>,
     export: Option<&Path>,
 ) -> Result<HopsBenchReport, EngineError> {
     if shape.heads == 0
@@ -289,11 +292,10 @@ pub fn bench_hops_attention(
             shape.heads, shape.head_dim
         )));
     }
-    let index_of_adapter = adapter.unwrap_or(0);
-    let limit = list_adapters()
-        .get(index_of_adapter)
-        .map(|a| a.max_storage_buffer_binding_size.min(a.max_buffer_size))
-        .ok_or(EngineError::NoAdapter)?;
+    let described = describe_adapter(adapter)?;
+    let limit = described
+        .max_storage_buffer_binding_size
+        .min(described.max_buffer_size);
     let (index, build_seconds) = bench_pairs(&shape)?;
     if let Some(path) = export {
         export_pairs(&index, path)?;
@@ -307,22 +309,22 @@ pub fn bench_hops_attention(
         )));
     }
     let heads_per_block = usize::try_from(limit / per_head).unwrap_or(h).clamp(1, h);
-    let device = open_wgpu(Some(index_of_adapter))?;
+    let device = open_wgpu(adapter)?;
     let (hops_seconds, hops_peak_bytes) = run_hops(&shape, &index, true, heads_per_block, &device);
     let dense = (s <= shape.dense_up_to).then(|| {
-        let device = open_wgpu(Some(index_of_adapter))?;
+        let device = open_wgpu(adapter)?;
         Ok::<_, EngineError>(run_dense(&shape, &index, &device))
     });
     let dense = dense.transpose()?;
     // The reference gathers [heads of a block, pairs, head_dim] floats per operand.
     let reference_fits = (4 * heads_per_block * index.pairs() * d) as u64 <= limit;
     let reference = (shape.with_reference && reference_fits).then(|| {
-        let device = open_wgpu(Some(index_of_adapter))?;
+        let device = open_wgpu(adapter)?;
         Ok::<_, EngineError>(run_hops(&shape, &index, false, heads_per_block, &device))
     });
     let reference = reference.transpose()?;
     let team_variants = if shape.with_variants {
-        let device = open_wgpu(Some(index_of_adapter))?;
+        let device = open_wgpu(adapter)?;
         hops_candidates_on(&device)
             .into_iter()
             .map(|team| {

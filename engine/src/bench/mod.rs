@@ -21,7 +21,10 @@ use serde::Serialize;
 
 use crate::{
     EngineError,
-    device::{CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, list_adapters, open_wgpu},
+    device::{
+        AdapterSelector, CpuBackend, MemoryProbe, WgpuAutodiff, WgpuBackend, describe_adapter,
+        open_wgpu,
+    },
     kernels::{
         PairBuckets, biased_attention,
         plan::MAX_FUSED_HEAD_DIM,
@@ -272,11 +275,11 @@ fn time_kernel_variants(shape: AttentionBench, device: &WgpuDevice) -> Vec<Kerne
     timings
 }
 
-/// Benchmarks fused against reference attention on adapter `adapter` (default 0), each on its
+/// Benchmarks fused against reference attention on the adapter `adapter` names (default: the first), each on its
 /// own device so that each memory pool's high-water mark is its own.
 pub fn bench_attention(
     shape: AttentionBench,
-    adapter: Option<usize>,
+    adapter: Option<&AdapterSelector>,
 ) -> Result<AttentionBenchReport, EngineError> {
     if shape.nodes == 0
         || shape.heads == 0
@@ -289,17 +292,16 @@ pub fn bench_attention(
             shape.nodes, shape.heads, shape.head_dim
         )));
     }
-    let index = adapter.unwrap_or(0);
-    let limit = list_adapters()
-        .get(index)
-        .map(|a| a.max_storage_buffer_binding_size.min(a.max_buffer_size))
-        .ok_or(EngineError::NoAdapter)?;
+    let described = describe_adapter(adapter)?;
+    let limit = described
+        .max_storage_buffer_binding_size
+        .min(described.max_buffer_size);
     let (s, h) = (shape.nodes, shape.heads);
     let whole = [Chunk {
         heads: h,
         rows: 0..s,
     }];
-    let fused_device = open_wgpu(Some(index))?;
+    let fused_device = open_wgpu(adapter)?;
     let (fused_seconds, fused_peak_bytes) = run(shape, &whole, true, &fused_device);
     let chosen_kernels = [Pass::Forward, Pass::Backward].map(|pass| {
         tuning::last_kernel(&fused_device, pass)
@@ -313,7 +315,7 @@ pub fn bench_attention(
     let plan = reference_chunks(shape, limit).filter(|_| shape.with_reference);
     let reference = match &plan {
         Some((_, chunks)) => {
-            let device = open_wgpu(Some(index))?;
+            let device = open_wgpu(adapter)?;
             Some(run(shape, chunks, false, &device))
         }
         None => None,

@@ -55,6 +55,32 @@ impl Shader {
         Shader::Dropout,
     ];
 
+    /// The shaders a model of `config` may run with the fused kernels: the dense attention
+    /// kernels (full scope, and the global tokens of the hops scope), the hops kernels under the
+    /// hops scope, the sparse product, dropout and the column sums. None with the reference
+    /// attention, whose model runs burn's own kernels.
+    pub fn run_by(config: &crate::model::ModelConfig) -> Vec<Shader> {
+        if config.attention != crate::model::AttentionKernel::Fused {
+            return Vec::new();
+        }
+        let hops = !matches!(config.scope, crate::model::AttentionScope::Full);
+        Shader::ALL
+            .into_iter()
+            .filter(|shader| {
+                let is_hops = matches!(
+                    shader,
+                    Shader::HopsForward | Shader::HopsBackwardQuery | Shader::HopsBackwardKey
+                );
+                hops || !is_hops
+            })
+            .collect()
+    }
+
+    /// Storage buffers the shader binds (its parameters included).
+    pub fn storage_buffers(self) -> u32 {
+        self.source().matches("var<storage").count() as u32
+    }
+
     /// The file name under `shaders/`.
     pub fn file_name(self) -> &'static str {
         match self {

@@ -46,6 +46,7 @@ use crate::{
     comm::{CommError, Communicator, LocalHub, Rank},
     device::MemoryProbe,
     graph::{Graph, Split},
+    kernels::shaders::Shader,
     model::{ModelBackend, ModelConfig},
     run::{EpochMetrics, Sequences, TrainOptions, TrainReport, training_sequences},
 };
@@ -143,6 +144,7 @@ where
     }
     let sequences = training_sequences(graph, split, options)?;
     let devices: Vec<(Rank, &B::Device)> = local.iter().map(|d| (d.rank, &d.device)).collect();
+    check_kernels_bind::<B>(&config, &devices)?;
     check_shards_fit::<B>(graph, layout, &config, &sequences, &devices)?;
     let job = Job {
         graph,
@@ -183,6 +185,46 @@ where
         .into_iter()
         .find(|o| o.rank == lead)
         .map(|lead| report(lead, sequences.len(), start)))
+}
+
+/// Refuses, before any work, a device whose adapter binds fewer storage buffers per shader
+/// than a kernel of `config` needs (OpenGL drivers may allow as few as 8; the hops kernels
+/// bind 14), naming the device, its adapter and the kernel.
+pub(crate) fn check_kernels_bind<B: MemoryProbe>(
+    config: &ModelConfig,
+    devices: &[(Rank, &B::Device)],
+) -> Result<(), EngineError> {
+    let Some(widest) = Shader::run_by(config)
+        .into_iter()
+        .max_by_key(|shader| shader.storage_buffers())
+    else {
+        return Ok(());
+    };
+    for &(rank, device) in devices {
+        if let Some(limit) = B::storage_buffer_limit(device) {
+            let adapter = B::adapter_name(device).unwrap_or_default();
+            refuse_narrow_adapter(rank, &adapter, limit, widest)?;
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of [`check_kernels_bind`] for device `rank` on `adapter`, which binds `limit`
+/// storage buffers per shader, if `widest` needs more.
+fn refuse_narrow_adapter(
+    rank: Rank,
+    adapter: &str,
+    limit: u32,
+    widest: Shader,
+) -> Result<(), EngineError> {
+    let needed = widest.storage_buffers();
+    if needed <= limit {
+        return Ok(());
+    }
+    Err(EngineError::Plan(format!(
+        "device {rank} ({adapter}) binds at most {limit} storage buffers per shader, but {} needs {needed}: put it on another adapter (another graphics API of the same card may allow more) or train with --attention reference",
+        widest.file_name()
+    )))
 }
 
 /// Checks before any work that every device can allocate the largest buffer of its shard of
@@ -249,7 +291,40 @@ fn check_buffers(
 
 #[cfg(test)]
 mod tests {
-    use super::check_buffers;
+    use super::{Shader, check_buffers, refuse_narrow_adapter};
+
+    #[test]
+    fn an_adapter_binding_too_few_storage_buffers_is_refused_by_name() {
+        let config = ModelConfig {
+            scope: "hops:2".parse().expect("a scope"),
+            ..ModelConfig::new(8, 2)
+        };
+        let widest = Shader::run_by(&config)
+            .into_iter()
+            .max_by_key(|s| s.storage_buffers())
+            .expect("fused kernels");
+        assert_eq!(widest.storage_buffers(), 14, "the hops backward kernels");
+        assert!(refuse_narrow_adapter(1, "card | gl", 16, widest).is_ok());
+        let refused = refuse_narrow_adapter(1, "card | gl", 8, widest)
+            .expect_err("8 < 14")
+            .to_string();
+        assert!(
+            refused.contains("device 1 (card | gl) binds at most 8 storage buffers per shader, but hops_backward_"),
+            "{refused}"
+        );
+        let full = ModelConfig::new(8, 2);
+        assert!(
+            Shader::run_by(&full)
+                .iter()
+                .all(|s| s.storage_buffers() <= 11),
+            "the dense kernels bind at most 11"
+        );
+        let reference = ModelConfig {
+            attention: crate::model::AttentionKernel::Reference,
+            ..full
+        };
+        assert!(Shader::run_by(&reference).is_empty());
+    }
     use crate::graph::SyntheticSpec;
     use crate::model::{AttentionScope, HostSequence, ModelConfig};
 

@@ -77,10 +77,14 @@ where
     }
 }
 
+/// Values of [`encode_run`]'s message before the adapter's name.
+const RUN_FIGURES: usize = 10;
+
 /// A device's figures as a message: step seconds, peak reserved, peak in use and bytes sent
-/// per step, each as the two halves of its 64 bits (`u64::MAX`: not measured).
+/// per step, each as the two halves of its 64 bits (`u64::MAX`: not measured), then the
+/// adapter's name in UTF-8, four bytes a value (zero-padded).
 fn encode_run(run: &DeviceRun) -> Vec<f32> {
-    [
+    let figures = [
         run.step_seconds.to_bits(),
         run.peak_bytes.unwrap_or(u64::MAX),
         run.peak_in_use_bytes.unwrap_or(u64::MAX),
@@ -88,25 +92,42 @@ fn encode_run(run: &DeviceRun) -> Vec<f32> {
         run.step_sent_bytes.to_bits(),
     ]
     .into_iter()
-    .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)])
-    .collect()
+    .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)]);
+    let name = run.adapter.as_bytes().chunks(4).map(|chunk| {
+        let mut word = [0u8; 4];
+        word[..chunk.len()].copy_from_slice(chunk);
+        f32::from_bits(u32::from_le_bytes(word))
+    });
+    figures.chain(name).collect()
 }
 
 /// The figures of `rank` from [`encode_run`]'s message.
 fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
-    let words: Vec<u64> = message
-        .chunks(2)
-        .map(|w| w[0].to_bits() as u64 | (w.get(1).map_or(0, |h| h.to_bits()) as u64) << 32)
-        .collect();
-    let [seconds, peak, in_use, sent, step_sent] = words[..] else {
+    if message.len() < RUN_FIGURES {
         return Err(EngineError::Plan(format!(
-            "device {rank} sent a report of {} values, expected 10",
+            "device {rank} sent a report of {} values, expected at least {RUN_FIGURES}",
             message.len()
         )));
+    }
+    let (figures, name) = message.split_at(RUN_FIGURES);
+    let words: Vec<u64> = figures
+        .chunks(2)
+        .map(|w| w[0].to_bits() as u64 | (w[1].to_bits() as u64) << 32)
+        .collect();
+    let [seconds, peak, in_use, sent, step_sent] = words[..] else {
+        unreachable!("{RUN_FIGURES} values make five words")
     };
+    let bytes: Vec<u8> = name
+        .iter()
+        .flat_map(|v| v.to_bits().to_le_bytes())
+        .collect();
+    let adapter = String::from_utf8_lossy(&bytes)
+        .trim_end_matches('\0')
+        .to_string();
     let measured = |v: u64| (v != u64::MAX).then_some(v);
     Ok(DeviceRun {
         rank,
+        adapter,
         step_seconds: f64::from_bits(seconds),
         peak_bytes: measured(peak),
         peak_in_use_bytes: measured(in_use),
@@ -134,16 +155,17 @@ mod tests {
     use super::{DeviceRun, decode_run, encode_run, median};
 
     #[test]
-    fn a_device_report_round_trips_through_a_message() {
+    fn a_device_report_round_trips_through_a_message() -> Result<(), crate::EngineError> {
         let run = DeviceRun {
             rank: 3,
+            adapter: "llvmpipe (LLVM 15.0.6, 256 bits) | llvmpipe | Gl".to_string(),
             step_seconds: 0.123_456_789,
             peak_bytes: Some(5_000_000_123),
             peak_in_use_bytes: None,
             sent_bytes_per_step: 1234.5,
             step_sent_bytes: 1000.25,
         };
-        let back = decode_run(3, &encode_run(&run)).expect("six values");
+        let back = decode_run(3, &encode_run(&run))?;
         assert_eq!(back.step_seconds, run.step_seconds);
         assert_eq!(
             (back.peak_bytes, back.peak_in_use_bytes),
@@ -151,7 +173,14 @@ mod tests {
         );
         assert_eq!(back.sent_bytes_per_step, run.sent_bytes_per_step);
         assert_eq!(back.step_sent_bytes, run.step_sent_bytes);
+        assert_eq!(back.adapter, run.adapter);
+        let unnamed = DeviceRun {
+            adapter: String::new(),
+            ..run
+        };
+        assert_eq!(decode_run(3, &encode_run(&unnamed))?.adapter, "");
         assert!(decode_run(3, &[0.0; 8]).is_err());
+        Ok(())
     }
 
     #[test]

@@ -234,6 +234,7 @@ where
         let parameters = self.collect_parameters()?;
         let run = DeviceRun {
             rank: self.rank,
+            adapter: B::adapter_name(&self.device).unwrap_or_default(),
             step_seconds: median(&mut step_times),
             peak_bytes: self.memory.peak_reserved(),
             peak_in_use_bytes: self.memory.peak_in_use(),

@@ -55,6 +55,8 @@ pub struct TrainReport {
 pub struct DeviceRun {
     /// The device's index in the plan (its rank).
     pub rank: usize,
+    /// The adapter it ran on ("name | driver | API"; empty where the backend has none).
+    pub adapter: String,
     /// Median wall-clock seconds of a training step on this device.
     pub step_seconds: f64,
     /// Peak bytes reserved by the device's memory pool (`None` on CPU backends).

@@ -114,6 +114,7 @@ fn plan_over_processes(
     prepared: &Prepared,
 ) -> anyhow::Result<Plan> {
     let options = ProfileOptions {
+        adapters: args.adapter.clone(),
         logical_devices: args.devices,
         device_memory: args.device_memory,
     };
@@ -166,8 +167,14 @@ fn run_process(
         args.devices.map(|_| mine.len()),
         args.cluster.as_deref(),
         mine.len(),
+        !plan.adapters.is_empty(),
     );
-    let devices = plan_source::open_devices(args.adapter, logical)
+    let planned: Vec<Option<String>> = if plan.adapters.is_empty() {
+        Vec::new()
+    } else {
+        mine.iter().map(|&d| plan.adapters[d].clone()).collect()
+    };
+    let devices = plan_source::open_devices(&args.adapter, logical, &planned)
         .context("opening this process's devices")?;
     if devices.len() < mine.len() {
         bail!(
