@@ -47,17 +47,29 @@ impl MpiRun {
 
 /// Runs `mpirun -np processes megagraph args…` on localhost, with `env` set in every process.
 fn mpirun(processes: usize, args: &[&str], env: &[(&str, &str)]) -> Result<MpiRun, TestError> {
+    mpirun_programs(&[(processes, args)], env)
+}
+
+/// Runs one `mpirun` of several programs on localhost (Open MPI's `A : B` form): `processes`
+/// processes of `megagraph args…` for each entry, ranks in order, with `env` set in all.
+fn mpirun_programs(
+    programs: &[(usize, &[&str])],
+    env: &[(&str, &str)],
+) -> Result<MpiRun, TestError> {
     let mut command = Command::new("mpirun");
-    command
-        .args(["--oversubscribe", "--bind-to", "none", "-np"])
-        .arg(processes.to_string());
+    command.args(["--oversubscribe", "--bind-to", "none"]);
     let autotune = std::env::var(AUTOTUNE_VAR).unwrap_or_else(|_| TEST_AUTOTUNE_LEVEL.into());
-    for (key, value) in env.iter().chain(&[(AUTOTUNE_VAR, autotune.as_str())]) {
-        command.args(["-x", &format!("{key}={value}")]);
+    for (index, (processes, args)) in programs.iter().enumerate() {
+        if index > 0 {
+            command.arg(":");
+        }
+        command.arg("-np").arg(processes.to_string());
+        for (key, value) in env.iter().chain(&[(AUTOTUNE_VAR, autotune.as_str())]) {
+            command.args(["-x", &format!("{key}={value}")]);
+        }
+        command.arg(env!("CARGO_BIN_EXE_megagraph")).args(*args);
     }
     command
-        .arg(env!("CARGO_BIN_EXE_megagraph"))
-        .args(args)
         .current_dir(workspace_root())
         // Containers run as root; Open MPI refuses that unless told twice.
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -183,6 +195,65 @@ fn plans_across_processes_train_like_the_same_plan_in_one_process() -> TestResul
             assert_losses_close(&fast.step_losses()?, &want, 1e-4, &what);
         }
     }
+    Ok(())
+}
+
+/// Two processes, rank 0 on lavapipe (Vulkan) and rank 1 on llvmpipe (OpenGL), each naming its
+/// adapter (`--adapter` per program), train a cp2 plan like one lavapipe device.
+#[test]
+fn processes_on_vulkan_and_gl_train_like_one_device() -> TestResult {
+    if !have_adapter("processes_on_vulkan_and_gl_train_like_one_device")? {
+        return Ok(());
+    }
+    let dir = tempfile::tempdir()?;
+    let plan = plan_for(dir.path(), &[0, 1], "dp1-pp1-cp2")?;
+    let single = megagraph(&train_args(&["--steps", "5", "--json"]))?;
+    assert_eq!(single.code, Some(0), "{}", single.describe());
+    let last = single.stdout.lines().last().ok_or("no output")?;
+    let want: Vec<f64> = serde_json::from_str::<serde_json::Value>(last)?["step_losses"]
+        .as_array()
+        .ok_or("step_losses")?
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    assert_eq!(want.len(), 5, "{}", single.describe());
+    let on = |adapter| {
+        train_args(&[
+            "--plan",
+            &plan,
+            "--steps",
+            "5",
+            "--json",
+            "--adapter",
+            adapter,
+        ])
+    };
+    let (vulkan, gl) = (on("vulkan:0"), on("gl:0"));
+    let mixed = mpirun_programs(&[(1, &vulkan), (1, &gl)], &[])?;
+    assert_eq!(mixed.code, Some(0), "{}", mixed.describe());
+    assert!(
+        mixed.stderr.contains("on 2 processes"),
+        "{}",
+        mixed.describe()
+    );
+    assert_losses_close(
+        &mixed.step_losses()?,
+        &want,
+        1e-4,
+        "cp2 over Vulkan and GL processes",
+    );
+    let last = mixed.stdout.lines().last().ok_or("no output")?;
+    let report: serde_json::Value = serde_json::from_str(last)?;
+    let adapters: Vec<&str> = report["devices"]
+        .as_array()
+        .ok_or("devices is a list")?
+        .iter()
+        .filter_map(|d| d["adapter"].as_str())
+        .collect();
+    assert!(
+        adapters.len() == 2 && adapters[0].ends_with("| Vulkan") && adapters[1].ends_with("| Gl"),
+        "rank 0 on Vulkan, rank 1 on GL: {adapters:?}"
+    );
     Ok(())
 }
 

@@ -1,5 +1,6 @@
-//! `megagraph profile` and `megagraph plan` end to end: a measured cluster spec that the
-//! planner accepts, a plan on it, and one-line errors for bad specs.
+//! `megagraph profile` and `megagraph plan` end to end: a measured cluster spec of the adapters
+//! of every graphics API (lavapipe's Vulkan and llvmpipe's GL) that the planner accepts, a plan
+//! on it that names those adapters, a run that opens them, and one-line errors for bad specs.
 
 use megagraph_planner::{Plan, load_cluster};
 
@@ -14,16 +15,29 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
     let dir = tempfile::tempdir()?;
     let cluster = dir.path().join("cluster.json");
     let cluster_arg = cluster.to_str().ok_or("temp path is not UTF-8")?;
-    let run = megagraph(&["profile", "--devices", "2", "--out", cluster_arg])?;
+    let run = megagraph(&["--backends", "all", "profile", "--out", cluster_arg])?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let spec = load_cluster(&cluster)?;
-    assert_eq!(spec.devices.len(), 2);
+    assert_eq!(spec.devices.len(), 2, "lavapipe's Vulkan and llvmpipe's GL");
     for device in &spec.devices {
         assert!(
             device.flops > 0.0 && device.mem_bandwidth > 0.0 && device.memory_bytes > 0.0,
             "{device:?}"
         );
+        assert!(
+            device.max_buffer_bytes.is_some_and(|b| b >= 1e6),
+            "{device:?}"
+        );
     }
+    let ids: Vec<String> = spec
+        .devices
+        .iter()
+        .filter_map(|d| d.adapter.clone())
+        .collect();
+    assert!(
+        ids.len() == 2 && ids[0].starts_with("vulkan:") && ids[1].starts_with("gl:"),
+        "{ids:?}"
+    );
     assert!(
         spec.link.bandwidth > 0.0 && spec.link.latency >= 0.0,
         "{:?}",
@@ -62,6 +76,33 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
     }
     let saved = Plan::load(&plan_path)?;
     assert_eq!(serde_json::to_value(&saved)?["config"], printed["config"]);
+    let named: Vec<String> = saved.adapters.iter().flatten().cloned().collect();
+    assert_eq!(named, ids, "the plan names the spec's adapters");
+
+    // Planned on the spec now, the run opens the adapters it names (the default list has
+    // no GL adapter: the ids reach it).
+    let run = megagraph(&[
+        "train",
+        "--synthetic",
+        "sbm:200:3",
+        "--cluster",
+        cluster_arg,
+        "--degrees",
+        "dp1-pp1-cp2",
+        "--steps",
+        "2",
+        "--json",
+    ])?;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let report: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
+    let apis: Vec<&str> = report["devices"]
+        .as_array()
+        .ok_or("devices")?
+        .iter()
+        .filter_map(|d| d["adapter"].as_str()?.rsplit("| ").next())
+        .collect();
+    assert_eq!(apis, ["Vulkan", "Gl"], "{}", run.describe());
     Ok(())
 }
 

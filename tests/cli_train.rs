@@ -334,9 +334,16 @@ fn eval_every_evaluates_every_nth_epoch_and_the_last() -> TestResult {
 #[test]
 fn devices_of_every_api_show_the_vulkan_and_gl_stacks() -> TestResult {
     let bad = megagraph(&["devices", "--backends", "vulkan,glide"])?;
-    assert_eq!(bad.code, Some(1), "{}", bad.describe());
+    assert_eq!(bad.code, Some(2), "{}", bad.describe());
     assert!(
         bad.stderr.contains("\"glide\" is no graphics API"),
+        "{}",
+        bad.describe()
+    );
+    let bad = megagraph(&["train", "--adapter", "opengl:0"])?;
+    assert_eq!(bad.code, Some(2), "{}", bad.describe());
+    assert!(
+        bad.stderr.contains("\"opengl:0\" names no adapter") && bad.stderr.contains("API:N"),
         "{}",
         bad.describe()
     );
@@ -355,6 +362,23 @@ fn devices_of_every_api_show_the_vulkan_and_gl_stacks() -> TestResult {
     for api in ["Vulkan", "Gl"] {
         assert!(apis.contains(&api), "no {api} adapter among {apis:?}");
     }
+    for adapter in report["adapters"].as_array().into_iter().flatten() {
+        let (id, api) = (adapter["id"].as_str(), adapter["backend"].as_str());
+        let prefix = format!("{}:", api.unwrap_or("?").to_lowercase());
+        assert!(
+            id.is_some_and(|id| id.starts_with(&prefix) && id.ends_with("#0")),
+            "a stable id API:NAME#N: {adapter:?}"
+        );
+    }
+    let missing = megagraph(&["train", "--adapter", "gl:7", "--epochs", "1"])?;
+    assert_eq!(missing.code, Some(1), "{}", missing.describe());
+    assert!(
+        missing
+            .stderr
+            .contains("no adapter gl:7 here; present: [0: gl:"),
+        "{}",
+        missing.describe()
+    );
     let gl_only = megagraph(&["devices", "--backends", "gl", "--json"])?;
     assert_success(&gl_only);
     let gl = last_json_line(&gl_only)?;

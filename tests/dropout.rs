@@ -4,13 +4,14 @@
 //! the same mask applied to the upstream gradient.
 
 use megagraph_engine::{
+    burn::backend::wgpu::WgpuDevice,
     burn::tensor::{Tensor, TensorData},
     device::{WgpuAutodiff, WgpuBackend},
     kernels::{DropoutMask, DropoutStreams, RowNumbering, counter_dropout},
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
-use crate::common::{TestResult, wgpu_device};
+use crate::common::{TestResult, gl_device, wgpu_device};
 
 /// `count` values in [-1, 1) drawn from `seed`.
 fn values(count: usize, seed: u64) -> Vec<f32> {
@@ -43,13 +44,27 @@ fn the_kernel_draws_the_host_masks_bit_for_bit() -> TestResult {
     let Some(device) = wgpu_device("the_kernel_draws_the_host_masks_bit_for_bit")? else {
         return Ok(());
     };
+    host_masks_on(&device)
+}
+
+#[test]
+fn the_kernel_draws_the_host_masks_bit_for_bit_on_gl() -> TestResult {
+    let Some(gl) = gl_device("the_kernel_draws_the_host_masks_bit_for_bit_on_gl")? else {
+        return Ok(());
+    };
+    let device = gl.device.clone();
+    host_masks_on(&device)
+}
+
+/// The dropout kernel's masks on `device` against the host's, bit for bit.
+fn host_masks_on(device: &WgpuDevice) -> TestResult {
     let streams = DropoutStreams::new(11, 4, 2);
     for (case, (rows, width, prob, numbering)) in cases().into_iter().enumerate() {
         let mask = DropoutMask::new(streams.site(case as u32), prob, numbering);
         let host = values(rows * width, case as u64);
         let x = Tensor::<WgpuBackend, 2>::from_data(
             TensorData::new(host.clone(), [rows, width]),
-            &device,
+            device,
         );
         let got = counter_dropout(x, &mask).into_data().to_vec::<f32>()?;
         let want = mask.apply(&host, width);

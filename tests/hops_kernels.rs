@@ -27,7 +27,7 @@ use megagraph_engine::{
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
-use crate::common::{TestError, TestResult, assert_close, wgpu_device};
+use crate::common::{TestError, TestResult, assert_close, gl_device, wgpu_device};
 
 /// One case: a pattern of pairs and the attention's shape.
 struct Case {
@@ -275,14 +275,38 @@ fn every_hops_team_matches_the_oracle() -> TestResult {
         return Ok(());
     }
     // A device of its own: the team is set per device.
-    let device = open_wgpu(None)?;
-    let teams: Vec<HopsTeam> = hops_candidates_on(&device)
+    every_hops_team_on(&open_wgpu(None)?)
+}
+
+/// The GL device runs one invocation per row and every team through workgroup memory (GL has
+/// no subgroups) against the same oracle.
+#[test]
+fn every_hops_team_matches_the_oracle_on_gl() -> TestResult {
+    let Some(gl) = gl_device("every_hops_team_matches_the_oracle_on_gl")? else {
+        return Ok(());
+    };
+    let device = gl.device.clone();
+    assert!(
+        hops_candidates_on(&device)
+            .iter()
+            .all(|team| !team.subgroups),
+        "GL has no subgroups"
+    );
+    for (seed, case) in cases()?.iter().enumerate() {
+        check(case, seed as u64, &device, &[])?;
+    }
+    every_hops_team_on(&device)
+}
+
+/// Every team of several invocations [`hops_candidates_on`] `device`, over [`cases`].
+fn every_hops_team_on(device: &WgpuDevice) -> TestResult {
+    let teams: Vec<HopsTeam> = hops_candidates_on(device)
         .into_iter()
         .filter(|team| *team != HopsTeam::SINGLE)
         .collect();
     assert!(!teams.is_empty(), "no team of several invocations");
     for (seed, case) in cases()?.iter().enumerate() {
-        check(case, seed as u64, &device, &teams)?;
+        check(case, seed as u64, device, &teams)?;
     }
     Ok(())
 }

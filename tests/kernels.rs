@@ -20,7 +20,7 @@ use megagraph_engine::{
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
-use crate::common::{TestResult, assert_close, wgpu_device};
+use crate::common::{TestResult, assert_close, gl_device, wgpu_device};
 
 const TOLERANCE: f32 = 1e-4;
 const ABSOLUTE_FLOOR: f32 = 1e-6;
@@ -304,7 +304,28 @@ fn every_kernel_shape_matches_the_reference() -> TestResult {
         return Ok(());
     }
     // A device of its own: the kernels are pinned per device.
-    let device = open_wgpu(None)?;
+    every_kernel_shape_on(&open_wgpu(None)?)
+}
+
+/// The GL device (llvmpipe through EGL: naga's GLSL, another compiler) runs every kernel shape
+/// its adapter allows against the same CPU reference.
+#[test]
+fn every_kernel_shape_matches_the_reference_on_gl() -> TestResult {
+    let Some(gl) = gl_device("every_kernel_shape_matches_the_reference_on_gl")? else {
+        return Ok(());
+    };
+    let device = gl.device.clone();
+    assert!(
+        tuning::candidates_on(&device, 16)
+            .iter()
+            .all(|kernel| !kernel.to_string().ends_with(":subgroups")),
+        "GL has no subgroups: no subgroup variant is a candidate there"
+    );
+    every_kernel_shape_on(&device)
+}
+
+/// Every kernel shape [`tuning::candidates_on`] `device` pinned in turn, over [`cases`].
+fn every_kernel_shape_on(device: &WgpuDevice) -> TestResult {
     for (seed, case) in cases().iter().enumerate() {
         let kernels: Vec<_> = tuning::candidates_on(&device, case.head_dim)
             .into_iter()
@@ -315,7 +336,7 @@ fn every_kernel_shape_matches_the_reference() -> TestResult {
             "head_dim {}: no tiled kernel fits the adapter's workgroup memory",
             case.head_dim
         );
-        check_case(case, seed as u64, &device, &kernels)?;
+        check_case(case, seed as u64, device, &kernels)?;
     }
     Ok(())
 }

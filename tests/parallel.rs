@@ -36,19 +36,19 @@ const TOLERANCE: f64 = 1e-4;
 
 /// The model's attention: full, or a hops scope with global tokens.
 #[derive(Debug, Clone, Copy)]
-struct Scope {
+pub(crate) struct Scope {
     scope: &'static str,
     tokens: usize,
 }
 
 /// The full scope.
-const FULL: Scope = Scope {
+pub(crate) const FULL: Scope = Scope {
     scope: "full",
     tokens: 0,
 };
 
 /// Two hops, at most 8 near pairs per row (hubs hit it), one global token.
-const HOPS: Scope = Scope {
+pub(crate) const HOPS: Scope = Scope {
     scope: "hops:2:8",
     tokens: 1,
 };
@@ -136,11 +136,11 @@ fn reference(
     Ok((losses, model.all_parameter_values()))
 }
 
-fn stage(layers: [usize; 2], devices: Vec<Vec<usize>>) -> Stage {
+pub(crate) fn stage(layers: [usize; 2], devices: Vec<Vec<usize>>) -> Stage {
     Stage { layers, devices }
 }
 
-fn plan(
+pub(crate) fn plan(
     degrees: &str,
     stages: Vec<Stage>,
     node_shares: Vec<f64>,
@@ -174,10 +174,21 @@ fn check_equivalent_in(name: &str, config: ParallelConfig, scope: Scope) -> Test
     let Some(devices) = wgpu_logical_devices(name)? else {
         return Ok(());
     };
+    check_equivalent_on(name, config, scope, &devices)
+}
+
+/// Runs `config` on `devices` and checks it against the single-device run on the default
+/// (lavapipe) device: step losses and final parameters.
+pub(crate) fn check_equivalent_on(
+    name: &str,
+    config: ParallelConfig,
+    scope: Scope,
+    devices: &[WgpuDevice],
+) -> TestResult {
     let Some(device) = wgpu_device(name)? else {
         return Ok(());
     };
-    let (report, batch) = run_plan(config, scope, &devices)?;
+    let (report, batch) = run_plan(config, scope, devices)?;
     let (graph, split, options) = setup(scope)?;
     let (losses, parameters) = reference(&graph, &split, &options, batch, &device)?;
     assert_eq!(report.step_losses.len(), STEPS, "{name}: steps run");

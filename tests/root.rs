@@ -21,6 +21,7 @@ mod gpu_check;
 mod hops_kernels;
 mod hops_scope;
 mod kernels;
+mod mixed_apis;
 mod model_backends;
 mod parallel;
 mod safe_ops;

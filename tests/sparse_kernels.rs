@@ -13,7 +13,7 @@ use megagraph_engine::{
 };
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
-use crate::common::{TestResult, assert_close, wgpu_device};
+use crate::common::{TestResult, assert_close, gl_device, wgpu_device};
 
 /// A sparse `[rows, cols]` matrix on the host, times dense operands of `width` columns.
 struct Case {
@@ -135,6 +135,20 @@ fn sparse_kernels_match_the_reference() -> TestResult {
     let Some(device) = wgpu_device("sparse_kernels_match_the_reference")? else {
         return Ok(());
     };
+    sparse_kernels_on(&device)
+}
+
+#[test]
+fn sparse_kernels_match_the_reference_on_gl() -> TestResult {
+    let Some(gl) = gl_device("sparse_kernels_match_the_reference_on_gl")? else {
+        return Ok(());
+    };
+    let device = gl.device.clone();
+    sparse_kernels_on(&device)
+}
+
+/// The sparse products of every case on `device` against the reference.
+fn sparse_kernels_on(device: &WgpuDevice) -> TestResult {
     let mut lengths: Vec<usize> = (0..40).map(|r| [0, 1, 3, 7, 0, 12][r % 6]).collect();
     lengths[17] = 600;
     let cases = [
@@ -156,7 +170,7 @@ fn sparse_kernels_match_the_reference() -> TestResult {
         ),
     ];
     for (seed, case) in cases.iter().enumerate() {
-        check(case, seed as u64, &device)?;
+        check(case, seed as u64, device)?;
     }
     Ok(())
 }

@@ -10,7 +10,9 @@ use megagraph_engine::burn::backend::wgpu::WgpuDevice;
 use megagraph_engine::burn::cubecl::config::{
     CubeClRuntimeConfig, RuntimeConfig, autotune::AutotuneLevel, cache::CacheConfig,
 };
-use megagraph_engine::device::{AdapterSummary, list_adapters, open_logical_devices, open_wgpu};
+use megagraph_engine::device::{
+    AdapterSelector, AdapterSummary, list_adapters, open_logical_devices, open_wgpu,
+};
 use megagraph_engine::graph::Graph;
 use npyz::{AutoSerialize, Order, Serialize, WriterBuilder};
 use zip::write::SimpleFileOptions;
@@ -160,24 +162,90 @@ pub fn have_adapter(test: &str) -> Result<bool, TestError> {
 /// said why) when there is no adapter.
 ///
 /// The device is opened once per process and shared by the tests (a second device would
-/// compile and tune every kernel again). The first call also configures cubecl for this process: the tests' autotune level (unless
-/// [`AUTOTUNE_VAR`] is set) and the workspace `target/` as the autotune cache, which would
-/// otherwise be created in `cli/target/` (tests run with `cli/` as working directory).
+/// compile and tune every kernel again). The first call also configures cubecl for this
+/// process ([`configure_cubecl`]).
 pub fn wgpu_device(test: &str) -> Result<Option<WgpuDevice>, TestError> {
     if !have_adapter(test)? {
         return Ok(None);
     }
     static DEVICE: OnceLock<Result<WgpuDevice, String>> = OnceLock::new();
     let device = DEVICE.get_or_init(|| {
+        configure_cubecl();
+        open_wgpu(None).map_err(|e| e.to_string())
+    });
+    Ok(Some(device.clone()?))
+}
+
+/// A device of the first OpenGL adapter (`gl:0`, Mesa's llvmpipe through EGL in CI), with the
+/// process's GL lock held while it lives.
+pub struct GlDevice {
+    /// The device, of its own (see [`gl_device`]).
+    pub device: WgpuDevice,
+    _only_gl_test: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Opens a device of the first OpenGL adapter for an in-process test, or `None` after saying
+/// loudly that `test` skipped when there is none; an error instead when there is none and
+/// `MEGAGRAPH_REQUIRE_ADAPTER=1`.
+///
+/// One GL test runs at a time, each on a device of its own. Measured here (llvmpipe GL, Mesa
+/// 22.3.6): two tests sharing one GL device from two threads ran 100× slower than each alone
+/// (650 s against 5 s); two GL devices busy in two threads, one of them waiting on a
+/// burn-autotune timing, stalled for minutes. One GL device beside Vulkan devices (a mixed
+/// job) runs at full speed, and GL kernels compile in seconds, so a device per test costs
+/// little.
+pub fn gl_device(test: &str) -> Result<Option<GlDevice>, TestError> {
+    static ONLY_ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    configure_cubecl();
+    let guard = ONLY_ONE.lock().unwrap_or_else(|p| p.into_inner());
+    match open_wgpu(Some(&GL)) {
+        Ok(device) => Ok(Some(GlDevice {
+            device,
+            _only_gl_test: guard,
+        })),
+        Err(e) if std::env::var(REQUIRE_ADAPTER_VAR).is_ok_and(|v| v == "1") => Err(format!(
+            "{test}: no OpenGL adapter ({e}) and {REQUIRE_ADAPTER_VAR}=1 (install libegl1 libegl-mesa0 libgl1-mesa-dri for llvmpipe)"
+        )
+        .into()),
+        Err(e) => {
+            eprintln!(
+                "SKIPPED {test}: no OpenGL adapter ({e}); set {REQUIRE_ADAPTER_VAR}=1 to fail instead"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The first OpenGL adapter.
+pub const GL: AdapterSelector = AdapterSelector::OfApi {
+    api: wgpu::Backend::Gl,
+    ordinal: 0,
+};
+
+/// Configures cubecl for this test process, once: the tests' autotune level (unless
+/// [`AUTOTUNE_VAR`] is set), and an autotune cache of this process alone under the workspace's
+/// `target/tmp/autotune/` (not `cli/target/`, the tests' working directory). The process opens
+/// Vulkan and GL devices in an order its threads decide, and cubecl keys saved results by
+/// the order devices were opened, so results saved by another run would reach another adapter
+/// (see `device::declare_adapters`). Directories of processes no longer running are removed.
+pub fn configure_cubecl() {
+    static CONFIGURED: OnceLock<()> = OnceLock::new();
+    CONFIGURED.get_or_init(|| {
+        let parent = workspace_root().join("target/tmp/autotune");
+        for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let running = Path::new("/proc").join(&name).exists();
+            if !running {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
         let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
         if std::env::var_os(AUTOTUNE_VAR).is_none() {
             config.autotune.level = AutotuneLevel::Minimal;
         }
-        config.autotune.cache = CacheConfig::File(workspace_root().join("target"));
+        config.autotune.cache = CacheConfig::File(parent.join(std::process::id().to_string()));
         CubeClRuntimeConfig::set(config);
-        open_wgpu(None).map_err(|e| e.to_string())
     });
-    Ok(Some(device.clone()?))
 }
 
 /// Four logical wgpu devices on the first adapter, shared by the tests of this process (each
