@@ -34,15 +34,20 @@ impl MpiRun {
 
     /// The step losses of the JSON report on the last line of standard output.
     fn step_losses(&self) -> Result<Vec<f64>, TestError> {
-        let last = self.stdout.lines().last().ok_or("no output")?;
-        let report: serde_json::Value = serde_json::from_str(last)?;
-        Ok(report["step_losses"]
-            .as_array()
-            .ok_or("step_losses is a list")?
-            .iter()
-            .filter_map(serde_json::Value::as_f64)
-            .collect())
+        step_losses(&self.stdout)
     }
+}
+
+/// The step losses of the JSON report on the last line of `stdout`.
+fn step_losses(stdout: &str) -> Result<Vec<f64>, TestError> {
+    let last = stdout.lines().last().ok_or("no output")?;
+    let report: serde_json::Value = serde_json::from_str(last)?;
+    Ok(report["step_losses"]
+        .as_array()
+        .ok_or("step_losses is a list")?
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect())
 }
 
 /// Runs `mpirun -np processes megagraph args…` on localhost, with `env` set in every process.
@@ -153,13 +158,7 @@ fn plans_across_processes_train_like_the_same_plan_in_one_process() -> TestResul
             "--json",
         ]))?;
         assert_eq!(single.code, Some(0), "{degrees}: {}", single.describe());
-        let last = single.stdout.lines().last().ok_or("no output")?;
-        let want: Vec<f64> = serde_json::from_str::<serde_json::Value>(last)?["step_losses"]
-            .as_array()
-            .ok_or("step_losses")?
-            .iter()
-            .filter_map(serde_json::Value::as_f64)
-            .collect();
+        let want = step_losses(&single.stdout)?;
         assert_eq!(want.len(), 5, "{degrees}: {}", single.describe());
         let spread = mpirun(
             processes.len(),
@@ -209,13 +208,7 @@ fn processes_on_vulkan_and_gl_train_like_one_device() -> TestResult {
     let plan = plan_for(dir.path(), &[0, 1], "dp1-pp1-cp2")?;
     let single = megagraph(&train_args(&["--steps", "5", "--json"]))?;
     assert_eq!(single.code, Some(0), "{}", single.describe());
-    let last = single.stdout.lines().last().ok_or("no output")?;
-    let want: Vec<f64> = serde_json::from_str::<serde_json::Value>(last)?["step_losses"]
-        .as_array()
-        .ok_or("step_losses")?
-        .iter()
-        .filter_map(serde_json::Value::as_f64)
-        .collect();
+    let want = step_losses(&single.stdout)?;
     assert_eq!(want.len(), 5, "{}", single.describe());
     let on = |adapter| {
         train_args(&[

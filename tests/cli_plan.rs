@@ -94,8 +94,7 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
         "--json",
     ])?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
-    let report: serde_json::Value =
-        serde_json::from_str(run.stdout.lines().last().ok_or("no output")?)?;
+    let report = crate::cli_train::last_json_line(&run)?;
     let apis: Vec<&str> = report["devices"]
         .as_array()
         .ok_or("devices")?

@@ -24,7 +24,7 @@ pub(crate) const TINY_TRAIN: &[&str] = &[
 ];
 
 /// Parses the last line of standard output as one JSON object.
-fn last_json_line(run: &Run) -> Result<serde_json::Map<String, Value>, TestError> {
+pub(crate) fn last_json_line(run: &Run) -> Result<serde_json::Map<String, Value>, TestError> {
     let last = run
         .stdout
         .lines()

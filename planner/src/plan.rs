@@ -268,14 +268,7 @@ mod tests {
             "absent means every device on process 0"
         );
         assert!(!single.to_json().contains("processes"));
-        let mut value: serde_json::Value = serde_json::from_str(&plan.to_json()).expect("JSON");
-        value["processes"] = serde_json::json!([0]);
-        let err = Plan::from_json(&value.to_string()).expect_err("one entry for two devices");
-        assert!(
-            err.to_string()
-                .contains("processes has 1 entries for 2 devices"),
-            "{err}"
-        );
+        assert_one_entry_refused(&plan, "processes", serde_json::json!([0]));
         Ok(())
     }
 
@@ -294,15 +287,21 @@ mod tests {
         let unnamed = self::plan()?;
         assert!(unnamed.adapters.is_empty(), "no adapter named, none listed");
         assert!(!unnamed.to_json().contains("adapters"));
+        assert_one_entry_refused(&plan, "adapters", serde_json::json!(["gl:card#0"]));
+        Ok(())
+    }
+
+    /// Asserts that `plan` (of two devices) with one entry in its per-device list `field` is
+    /// refused, naming the field and the counts.
+    fn assert_one_entry_refused(plan: &Plan, field: &str, one: serde_json::Value) {
         let mut value: serde_json::Value = serde_json::from_str(&plan.to_json()).expect("JSON");
-        value["adapters"] = serde_json::json!(["gl:card#0"]);
+        value[field] = one;
         let err = Plan::from_json(&value.to_string()).expect_err("one entry for two devices");
         assert!(
             err.to_string()
-                .contains("adapters has 1 entries for 2 devices"),
+                .contains(&format!("{field} has 1 entries for 2 devices")),
             "{err}"
         );
-        Ok(())
     }
 
     #[test]
