@@ -223,9 +223,9 @@ pub(super) fn prepare(args: &TrainArgs, writes: bool) -> anyhow::Result<Prepared
     })
 }
 
-/// Refuses, before any device work, a run on a software adapter (lavapipe, whose device memory
-/// is the host's) whose sequences' host data plus their copy on each of its devices exceed what
-/// the host has available. (wgpu reports no memory size for a GPU: plans are checked against
+/// Refuses, before any device work, a run on software adapters (lavapipe, llvmpipe's GL: their
+/// device memory is the host's) whose sequences' host data plus their copy on each of their
+/// devices exceed what the host has available. (wgpu reports no memory size for a GPU: plans are checked against
 /// the memory their cluster declares or `profile` measured.)
 fn check_software_devices(
     args: &TrainArgs,
@@ -236,13 +236,21 @@ fn check_software_devices(
     {
         return Ok(());
     }
-    let Ok(adapter) = describe_adapter(args.adapter.first()) else {
+    let described = match args.adapter.as_slice() {
+        [] => vec![describe_adapter(None)],
+        named => named.iter().map(|a| describe_adapter(Some(a))).collect(),
+    };
+    let software: Vec<_> = described
+        .into_iter()
+        .flatten()
+        .filter(|a| a.device_type == "Cpu")
+        .collect();
+    let Some(adapter) = software.first() else {
         return Ok(());
     };
-    if adapter.device_type != "Cpu" {
-        return Ok(());
-    }
-    let devices = args.devices.unwrap_or(1) as u64;
+    // `--devices N` opens N logical devices of the one adapter; several `--adapter`s one
+    // device each, of which the software ones share the host's memory.
+    let devices = args.devices.unwrap_or(software.len()) as u64;
     let footprint = sequence_footprint(graph, options);
     let needed = footprint
         .host
