@@ -677,3 +677,57 @@ fn the_planner_predicts_the_bytes_every_device_sends() -> TestResult {
     }
     Ok(())
 }
+
+/// A pipeline stage's device holds only its stage's parameters (and their gradients and Adam
+/// moments): with seven of eight wide layers on stage 0 and one on stage 1, stage 1's peak
+/// stays below the bytes of the whole model's parameters, which it would hold by itself if
+/// every stage kept the whole model, while stage 0's peak exceeds them.
+#[test]
+fn a_pipeline_stage_holds_only_its_own_parameters() -> TestResult {
+    let Some(devices) = wgpu_logical_devices("a_pipeline_stage_holds_only_its_own_parameters")?
+    else {
+        return Ok(());
+    };
+    let (graph, split, mut options) = setup(FULL)?;
+    options.max_steps = Some(1);
+    options.model.layers = 8;
+    options.model.hidden = 64;
+    options.model.ffn_hidden = 128;
+    let config = plan(
+        "dp1-pp2-cp1",
+        vec![stage([0, 7], vec![vec![0]]), stage([7, 8], vec![vec![1]])],
+        vec![1.0; 2],
+        1,
+    );
+    let layout = Layout::new(config, 2, options.model.layers)?;
+    let report = train_parallel::<WgpuAutodiff>(
+        &graph,
+        &split,
+        &options,
+        &layout,
+        &devices[..2],
+        &mut |_| {},
+    )?;
+    let parameter_bytes = (report.parameters.len() * 4) as u64;
+    let peak = |rank: usize| {
+        report.devices[rank]
+            .peak_in_use_bytes
+            .expect("wgpu devices report their memory in use")
+    };
+    eprintln!(
+        "parameters {parameter_bytes} B; peak in use: stage 0 {} B, stage 1 {} B",
+        peak(0),
+        peak(1)
+    );
+    assert!(
+        peak(1) < parameter_bytes,
+        "stage 1 peaked at {} B, at least the whole model's {parameter_bytes} B of parameters",
+        peak(1)
+    );
+    assert!(
+        peak(0) > parameter_bytes,
+        "stage 0 peaked at {} B, below the {parameter_bytes} B of parameters it mostly holds",
+        peak(0)
+    );
+    Ok(())
+}

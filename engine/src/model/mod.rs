@@ -20,7 +20,7 @@ pub use config::ModelConfig;
 pub use dropout::{DropoutSite, dropout, feature_dropout};
 pub use layer::GraphTransformerLayer;
 pub use megagraph_planner::{AttentionScope, DEFAULT_MAX_PAIRS};
-pub use params::ModelPart;
+pub use params::{ModelPart, ParameterShapes};
 pub use propagate::propagate;
 pub use sequence::{AttentionPairs, KeyExchange, SequenceTensors};
 pub use shard::{HostSequence, SequencePairs, ShardSpec};

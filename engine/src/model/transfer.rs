@@ -15,13 +15,20 @@ impl<B: Backend> GraphTransformer<B> {
         config: &ModelConfig,
         device: &B2::Device,
     ) -> Result<GraphTransformer<B2>, RecorderError> {
-        // burn initialises parameters lazily, and a clone of a parameter not yet read draws
-        // its own values: read them all first so the copy holds this model's values.
-        self.visit(&mut Materialise);
         let recorder = BinBytesRecorder::<FullPrecisionSettings>::default();
+        // A clone of a parameter not yet read would draw its own values (see `materialised`).
+        self.visit(&mut Materialise);
         let bytes = recorder.record(self.clone().into_record(), ())?;
         let record = recorder.load(bytes, device)?;
         Ok(GraphTransformer::<B2>::new(config, device).load_record(record))
+    }
+
+    /// The model with every parameter read once. burn initialises parameters lazily, and a
+    /// clone of a parameter not yet read draws its own values: a model is materialised
+    /// before it is cloned or copied so that the copy holds its values.
+    pub(super) fn materialised(self) -> Self {
+        self.visit(&mut Materialise);
+        self
     }
 }
 

@@ -29,7 +29,7 @@ where
         let Some(values) = self.collect_parameters()? else {
             return Ok(());
         };
-        let shapes = self.model.parameter_shapes(&self.model.canonical_ids());
+        let shapes = self.shapes.of(&self.model.canonical_ids());
         let mut at = 0;
         let tensors = (shapes.into_iter().enumerate())
             .map(|(index, shape)| {

@@ -210,7 +210,7 @@ where
         let mut index = 0;
         let mut moments = (Vec::new(), Vec::new(), Vec::new());
         for (ids, part) in id_groups.iter().zip(parts) {
-            let shapes = self.model.parameter_shapes(ids);
+            let shapes = self.shapes.of(ids);
             let (values, moments_of) = unpack_state(&part, &shapes, "a stage's part")?;
             let mut at = 0;
             for (shape, m) in shapes.iter().zip(moments_of) {
@@ -318,24 +318,27 @@ where
             (meta, values)
         };
         let ids = self.model.canonical_ids();
-        let shapes = self.model.parameter_shapes(&ids);
+        let shapes = self.shapes.of(&ids);
         let (parameters, all) = unpack_state(&values, &shapes, "the checkpoint")?;
+        // This device holds and steps only its stage's parameters and the table.
+        let stepped = self.stepped_ids();
+        let mut order = Vec::new();
+        let mut values = Vec::new();
+        let mut mine: Vec<AdamMoments> = Vec::new();
+        let mut at = 0;
+        for ((id, shape), moments) in ids.iter().zip(&shapes).zip(all) {
+            let n: usize = shape.iter().product();
+            if stepped.contains(id) {
+                order.push(*id);
+                values.extend_from_slice(&parameters[at..at + n]);
+                mine.push(moments);
+            }
+            at += n;
+        }
         let model = self.model.clone();
         self.model = model
-            .with_parameter_values(&ids, parameters)
+            .with_parameter_values(&order, &values)
             .map_err(EngineError::Checkpoint)?;
-        let stepped = self.stepped_ids();
-        let mine: Vec<AdamMoments> = ids
-            .iter()
-            .zip(all)
-            .filter(|(id, _)| stepped.contains(id))
-            .map(|(_, m)| m)
-            .collect();
-        let order: Vec<ParamId> = ids
-            .iter()
-            .copied()
-            .filter(|id| stepped.contains(id))
-            .collect();
         restore_adam(optimizer, &self.model, &order, mine);
         progress.restore(meta)
     }

@@ -31,7 +31,9 @@ use crate::{
     comm::{Communicator, Rank},
     device::MemoryProbe,
     graph::Graph,
-    model::{GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart},
+    model::{
+        GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart, ParameterShapes,
+    },
     run::{DeviceRun, EpochMetrics, Role as NodeRole, Sequences, TrainOptions},
 };
 
@@ -89,7 +91,10 @@ pub(super) struct Worker<'a, B: AutodiffBackend> {
     pub(super) part: ModelPart,
     pub(super) device: B::Device,
     pub(super) comm: Arc<dyn Communicator>,
+    /// The model, holding only this stage's parameters and the table.
     pub(super) model: GraphTransformer<B>,
+    /// The true shape of every parameter of the model, held here or not.
+    pub(super) shapes: ParameterShapes,
     /// All devices of the job, for the table's gradient and the reports.
     pub(super) everyone: Vec<Rank>,
     /// This device's memory high-water marks.
@@ -103,7 +108,8 @@ where
     B: AutodiffBackend + MemoryProbe + ModelBackend,
     B::InnerBackend: ModelBackend,
 {
-    /// The worker of `rank` (a device the plan uses), with a freshly initialised model.
+    /// The worker of `rank` (a device the plan uses), with a freshly initialised model of its
+    /// stage's part.
     pub fn new(
         job: &'a Job<'a>,
         rank: Rank,
@@ -114,12 +120,16 @@ where
         let role = layout
             .role(rank)
             .expect("workers run on the plan's devices");
+        let part = layout.part(role.stage);
+        let (model, shapes) =
+            GraphTransformer::initialised_part(job.config, job.options.seed, &device, Some(&part));
         Self {
             job,
             rank,
             role,
-            part: layout.part(role.stage),
-            model: GraphTransformer::initialised(job.config, job.options.seed, &device),
+            part,
+            model,
+            shapes,
             device,
             comm,
             everyone: layout.ranks(),
