@@ -58,9 +58,13 @@ pub struct DeviceMeasurement {
     pub embedding_bytes_per_second: Vec<SizedRate>,
     /// Elementwise read + write, bytes/s (the planner's `mem_bandwidth`).
     pub mem_bandwidth: f64,
+    /// Seconds one kernel dispatch costs beyond its work (the planner's `launch_latency`).
+    #[serde(default)]
+    pub launch_latency: f64,
     /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
-    /// (they share the adapter's compute, and a plan runs them together); the planner's
-    /// `flops` is the lower of this and the device's best alone. `None` for a lone device.
+    /// (they share the adapter's compute). The planner's `flops` is the rate of a device alone
+    /// on the adapter, which it divides among the devices a plan keeps busy: the lower of
+    /// the device's best alone and this times the devices measured. `None` for a lone device.
     pub shared_attention_flops: Option<f64>,
 }
 
@@ -166,6 +170,40 @@ fn mem_bandwidth(device: &WgpuDevice) -> f64 {
     (2 * len * 4) as f64 / seconds
 }
 
+/// Seconds per kernel dispatch: a chain of one-element additions (one kernel each) read back
+/// once, the time of 65 less that of one, over 64.
+fn launch_latency(device: &WgpuDevice) -> f64 {
+    let one = Tensor::<WgpuBackend, 1>::zeros([1], device);
+    let chain = |kernels: usize| {
+        best_seconds(|| {
+            let mut x = one.clone();
+            for _ in 0..kernels {
+                x = x + 1.0;
+            }
+            let _ = x.into_data();
+        })
+    };
+    ((chain(65) - chain(1)) / 64.0).max(0.0)
+}
+
+/// What a measured device shares with the others (the planner divides its rates among the
+/// busy devices that name the same): its adapter, for logical devices of one adapter; the
+/// host's CPU, for a software adapter beside other software adapters; nothing otherwise.
+fn shared_hardware(
+    adapter: &AdapterSummary,
+    measured: usize,
+    software: usize,
+    options: &ProfileOptions,
+) -> Option<String> {
+    if options.logical_devices.is_some() && measured > 1 {
+        Some(adapter.id.clone())
+    } else if adapter.device_type == "Cpu" && software > 1 {
+        Some("host CPU".to_string())
+    } else {
+        None
+    }
+}
+
 /// Host-staged copy from `from` to `to`: latency and bandwidth from a small and a large copy.
 fn host_staged_link(from: &WgpuDevice, to: &WgpuDevice) -> Link {
     let copy_seconds = |len: usize| {
@@ -219,6 +257,9 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             .collect(),
     };
     let ids: Vec<String> = targets.iter().map(|(a, _)| a.id.clone()).collect();
+    let software = (targets.iter())
+        .filter(|(a, _)| a.device_type == "Cpu")
+        .count();
     declare_adapters(&ids)?;
     let task = crate::progress::task(format!("profiling {} device(s)", targets.len()));
     let devices = targets
@@ -252,6 +293,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                 embedding_bytes_per_second(device, n)
             }),
             mem_bandwidth: mem_bandwidth(device),
+            launch_latency: launch_latency(device),
             shared_attention_flops: None,
         };
         specs.push(DeviceSpec {
@@ -266,6 +308,8 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                     .max_storage_buffer_binding_size
                     .min(adapter.max_buffer_size) as f64,
             ),
+            hardware: shared_hardware(adapter, targets.len(), software, options),
+            launch_latency: Some(measured.launch_latency),
         });
         measurements.push(measured);
     }
@@ -276,8 +320,9 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             devices.len()
         ));
         let shared = concurrent_attention_flops(&devices);
+        let together = devices.len() as f64;
         for ((spec, measured), flops) in specs.iter_mut().zip(&mut measurements).zip(shared) {
-            spec.flops = spec.flops.min(flops);
+            spec.flops = spec.flops.min(flops * together);
             measured.shared_attention_flops = Some(flops);
         }
     }

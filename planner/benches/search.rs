@@ -41,6 +41,8 @@ fn cluster(nodes: usize, kinds: usize) -> ClusterSpec {
                 process: 0,
                 adapter: None,
                 max_buffer_bytes: None,
+                hardware: None,
+                launch_latency: None,
             });
         }
         for a in 0..8 {

@@ -45,6 +45,15 @@ pub struct DeviceSpec {
     /// The largest buffer the device can bind, bytes (its API's limit; absent: none known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_buffer_bytes: Option<f64>,
+    /// The hardware the device shares with every other device naming the same (the logical
+    /// devices of one adapter; software adapters of one host's CPU). `flops` and
+    /// `mem_bandwidth` are then the device's rates when it runs alone, and a plan that keeps
+    /// `k` of the sharing devices busy gives each `1/k` of them. Absent: shares nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<String>,
+    /// Seconds one kernel dispatch costs beyond its work (absent: none counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_latency: Option<f64>,
 }
 
 /// Whether a process number is the default.
@@ -152,7 +161,8 @@ impl ClusterSpec {
 }
 
 impl DeviceSpec {
-    /// Checks that memory, FLOP/s, bandwidth and any buffer limit are finite and positive.
+    /// Checks that memory, FLOP/s, bandwidth and any buffer limit are finite and positive, and
+    /// any launch latency finite and not negative.
     fn validate(&self, index: usize) -> Result<(), PlannerError> {
         for (field, value) in [
             ("memory_bytes", self.memory_bytes),
@@ -169,6 +179,16 @@ impl DeviceSpec {
                     value,
                 });
             }
+        }
+        let latency = self.launch_latency.unwrap_or(0.0);
+        if !(latency.is_finite() && latency >= 0.0) {
+            return Err(PlannerError::Device {
+                index,
+                name: self.name.clone(),
+                field: "launch_latency",
+                rule: ">= 0",
+                value: latency,
+            });
         }
         Ok(())
     }

@@ -26,6 +26,15 @@ const DEGREE_INDEX_BYTES: f64 = 4.0;
 const PAIR_INDEX_BYTES: f64 = 14.0;
 /// Bytes of a pair in the largest array of the near-pair index: its key (one u32).
 const PAIR_KEY_BYTES: f64 = 4.0;
+/// Kernels the engine dispatches for one transformer layer over one sequence, forward and
+/// backward, counted from its ops: about 60 forward (two layer norms of ten element-wise
+/// kernels each, the fused Q/K/V, output, message-passing and FFN projections with their bias
+/// additions, the attention and propagation kernels, layout copies, three dropouts, GELU,
+/// residual additions), twice that backward.
+const LAUNCHES_PER_LAYER: f64 = 180.0;
+/// Kernels of the embedding (first stage) or of the norm, head and logit propagation (last
+/// stage) over one sequence, forward and backward.
+const LAUNCHES_PER_END: f64 = 45.0;
 /// Steps of the engine's personalised-PageRank propagation of the logits (APPNP).
 const PROPAGATION_STEPS: f64 = 10.0;
 /// Relative slack when comparing a predicted peak with a device's memory, so that shares
@@ -56,6 +65,10 @@ pub struct TimeBreakdown {
     pub ring_exchange: f64,
     /// Activations and their gradients to and from the neighbouring pipeline stages.
     pub stage_transfer: f64,
+    /// Kernel dispatches: the device's launch latency times the kernels the engine
+    /// dispatches for its layers, embedding and head, forward and backward.
+    #[serde(default)]
+    pub launches: f64,
     /// 1F1B fill and drain, and waiting for slower devices.
     pub pipeline_wait: f64,
     /// Gradient all-reduce over the stage's `dp · cp` devices.
@@ -74,6 +87,7 @@ impl TimeBreakdown {
             + self.head
             + self.ring_exchange
             + self.stage_transfer
+            + self.launches
             + self.pipeline_wait
             + self.grad_allreduce
             + self.optimizer
@@ -89,6 +103,7 @@ impl TimeBreakdown {
             head: self.head * factor,
             ring_exchange: self.ring_exchange * factor,
             stage_transfer: self.stage_transfer * factor,
+            launches: self.launches * factor,
             pipeline_wait: self.pipeline_wait * factor,
             grad_allreduce: self.grad_allreduce * factor,
             optimizer: self.optimizer * factor,
@@ -244,10 +259,12 @@ impl Prediction {
 /// - Memory: parameters, gradients (1×), Adam state (2×), saved activations of in-flight
 ///   micro-batches, distance buckets of in-flight sequences. Transient workspaces are not
 ///   modelled.
-/// - Gradient all-reduce over the stage's `dp · cp` devices is the engine's: an all-gather of
-///   every member's gradients and sums in group order, so each device sends and receives
-///   `k − 1` copies of them, at the slowest link between any two of them; the optimizer is
-///   memory- and FLOP-bound Adam.
+/// - Gradient all-reduce over the stage's `dp · cp` devices is the engine's ring
+///   reduce-scatter and all-gather: each device sends `2 (k − 1)` messages of `1/k` of the
+///   gradients, at the slowest link between any two members; the optimizer is memory- and
+///   FLOP-bound Adam.
+/// - Devices that name the same `hardware` divide its rates: each of the `k` a configuration
+///   uses computes at `1/k` of its measured FLOP/s and memory bandwidth.
 ///
 /// # Panics
 /// If `config` does not pass [`ParallelConfig::validate`] for this cluster and model.
@@ -370,6 +387,9 @@ pub(crate) struct Place {
     pub micro: Micro,
     /// The gradient all-reduce group of its stage.
     pub reduce: GroupLink,
+    /// Devices of the configuration that share the device's hardware, itself included: it
+    /// gets this fraction of its measured rates (1 for a device that shares nothing).
+    pub sharing: f64,
 }
 
 impl Place {
@@ -389,15 +409,48 @@ pub(crate) struct CostModel<'a> {
     pub cluster: &'a ClusterSpec,
     pub model: &'a ModelSpec,
     links: Vec<Link>,
+    /// Each device's hardware group: the first device naming the same `hardware`, or itself.
+    hardware: Vec<usize>,
 }
 
 impl<'a> CostModel<'a> {
     pub fn new(cluster: &'a ClusterSpec, model: &'a ModelSpec) -> Self {
+        let devices = &cluster.devices;
+        let hardware = (0..devices.len())
+            .map(|d| {
+                (devices[d].hardware.as_ref())
+                    .and_then(|h| devices.iter().position(|x| x.hardware.as_ref() == Some(h)))
+                    .unwrap_or(d)
+            })
+            .collect();
         CostModel {
             cluster,
             model,
             links: cluster.link_matrix(),
+            hardware,
         }
+    }
+
+    /// For every device of the cluster, how many of the devices `used` share its hardware
+    /// (itself counted once, used or not): the divisor of its rates under a plan that keeps
+    /// `used` busy.
+    pub fn sharing(&self, used: &[usize]) -> Vec<f64> {
+        let mut busy = vec![0usize; self.hardware.len()];
+        for &d in used {
+            busy[self.hardware[d]] += 1;
+        }
+        (0..self.hardware.len())
+            .map(|d| {
+                let others = busy[self.hardware[d]] - usize::from(used.contains(&d));
+                (others + 1) as f64
+            })
+            .collect()
+    }
+
+    /// Device `device`'s FLOP/s and memory bandwidth with `sharing` devices on its hardware.
+    fn rates(&self, device: usize, sharing: f64) -> (f64, f64) {
+        let spec = &self.cluster.devices[device];
+        (spec.flops / sharing, spec.mem_bandwidth / sharing)
     }
 
     /// The place of every device `config` uses, stage by stage, then replica by replica,
@@ -406,17 +459,20 @@ impl<'a> CostModel<'a> {
         let grid = Grid::of(config);
         let Degrees { dp, cp, .. } = config.degrees;
         let micro = Micro::of(config, self.model);
+        let sharing = self.sharing(&grid.cells);
         let mut places = Vec::with_capacity(config.degrees.devices());
         for (s, stage) in config.stages.iter().enumerate() {
             let reduce = self.group_link(&grid.stage_devices(s));
             for r in 0..dp {
                 for c in 0..cp {
+                    let cell = grid.cell(r, s, c);
                     places.push(Place {
-                        cell: grid.cell(r, s, c),
+                        cell,
                         degrees: config.degrees,
                         layers: stage.layer_count(),
                         micro,
                         reduce,
+                        sharing: sharing[cell.device],
                     });
                 }
             }
@@ -505,8 +561,8 @@ impl<'a> CostModel<'a> {
     pub fn micro_batch_time(&self, place: &Place, share: f64) -> TimeBreakdown {
         let model = self.model;
         let device = &self.cluster.devices[place.cell.device];
-        let run =
-            |flops: f64, bytes: f64| PASSES * (flops / device.flops + bytes / device.mem_bandwidth);
+        let (rate, bandwidth) = self.rates(place.cell.device, place.sharing);
+        let run = |flops: f64, bytes: f64| PASSES * (flops / rate + bytes / bandwidth);
         let seq = model.seq_len as f64;
         let rows = share * seq;
         let seqs = place.micro.size as f64;
@@ -561,8 +617,11 @@ impl<'a> CostModel<'a> {
             let (count, widths) = self.exchanges(place);
             let bytes = widths * self.exchanged_rows(place, share) * h * b;
             let messages = count * self.exchange_messages(place);
-            // Forward exchange and backward return, per sequence.
-            seqs * 2.0 * (messages * link.latency + bytes / link.bandwidth)
+            // Forward exchange and backward return, per sequence; and the barrier that keeps
+            // the shards of a group in step before each backward (an all-gather of nothing
+            // around the ring).
+            let barrier = (place.degrees.cp - 1) as f64 * link.latency;
+            seqs * 2.0 * (messages * link.latency + bytes / link.bandwidth) + barrier
         });
         let stage_transfer = [place.cell.prev, place.cell.next]
             .into_iter()
@@ -572,7 +631,10 @@ impl<'a> CostModel<'a> {
                 2.0 * (link.latency + seqs * (rows + tokens) * h * b / link.bandwidth)
             })
             .fold(0.0, |sum, t| sum + t);
+        let ends = f64::from(u8::from(place.first_stage()) + u8::from(place.last_stage()));
+        let launch = device.launch_latency.unwrap_or(0.0);
         TimeBreakdown {
+            launches: seqs * launch * (layers * LAUNCHES_PER_LAYER + ends * LAUNCHES_PER_END),
             attention: layers * run(attention_flops, attention_bytes),
             message_passing: layers * run(message_flops, message_bytes),
             ffn: layers * run(ffn_flops, ffn_bytes),
@@ -617,35 +679,35 @@ impl<'a> CostModel<'a> {
     }
 
     /// Gradient all-reduce over the stage's group, and optimizer step, seconds. The engine's
-    /// all-reduce is a ring all-gather of every member's gradients and sums in group order (the
-    /// same bits everywhere): `k − 1` messages of the whole gradient per member.
+    /// all-reduce is a ring reduce-scatter and all-gather in a fixed order (the same bits
+    /// everywhere): `2 (k − 1)` messages of `1/k` of the gradient per member.
     pub fn post_time(&self, place: &Place) -> (f64, f64) {
-        let device = &self.cluster.devices[place.cell.device];
+        let (rate, bandwidth) = self.rates(place.cell.device, place.sharing);
         let params = self.stage_params(place);
         let bytes = params * self.model.bytes_per_element as f64;
         let group = place.reduce;
         let allreduce = if group.members > 1 {
             let k = group.members as f64;
-            (k - 1.0) * (group.latency + bytes / group.bandwidth)
+            2.0 * (k - 1.0) * (group.latency + bytes / k / group.bandwidth)
         } else {
             0.0
         };
-        let optimizer =
-            params * ADAM_FLOPS / device.flops + ADAM_TRAFFIC * bytes / device.mem_bandwidth;
+        let optimizer = params * ADAM_FLOPS / rate + ADAM_TRAFFIC * bytes / bandwidth;
         (allreduce, optimizer)
     }
 
     /// Payload bytes the device sends per step for its gradient sums and the step's loss:
-    /// `k − 1` copies of its stage's gradients over its stage's group of `k`, and of the shared
-    /// bias table and the loss (one f32) over every device of the configuration.
+    /// the ring all-reduce's `2 (k − 1) / k` of its stage's gradients over its stage's group of
+    /// `k`, and of the shared bias table and the loss (one f32) over every device of the
+    /// configuration (a member's exact count differs by the rounding of the ring's chunks).
     pub fn post_sent_bytes(&self, place: &Place) -> f64 {
         let model = self.model;
         let b = model.bytes_per_element as f64;
-        let k = place.reduce.members as f64;
+        let ring = |members: f64| 2.0 * (members - 1.0) / members;
         let table = (model.distance_buckets() * model.heads) as f64;
         let stage = self.stage_params(place) - if place.first_stage() { table } else { 0.0 };
         let everyone = place.degrees.devices() as f64;
-        (k - 1.0) * stage * b + (everyone - 1.0) * (table * b + F32_BYTES)
+        ring(place.reduce.members as f64) * stage * b + ring(everyone) * (table * b + F32_BYTES)
     }
 
     /// Peak memory of the place's device with node share `share`.
@@ -746,10 +808,10 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::PairLink;
     use crate::baseline::uniform_config;
     use crate::enumerate::all_degrees;
     use crate::testing::{arb_cluster, arb_model, cluster, device, model};
+    use crate::{DeviceSpec, PairLink, Stage};
 
     #[test]
     fn attention_counts_two_flops_per_multiply_add_and_a_double_backward() {
@@ -815,6 +877,107 @@ mod tests {
     }
 
     #[test]
+    fn devices_of_one_hardware_divide_its_rates_among_the_busy_ones() {
+        // Three logical devices of one adapter and one device of its own.
+        let shared = |name: &str| DeviceSpec {
+            hardware: Some("adapter".into()),
+            ..device(name, 1e12, 1e13, 1e12)
+        };
+        let spec = cluster(
+            vec![
+                shared("a"),
+                shared("b"),
+                shared("c"),
+                device("d", 1e12, 1e13, 1e12),
+            ],
+            (1e9, 0.0),
+            vec![],
+        );
+        let model = model(2, 1024, 2);
+        let cost = CostModel::new(&spec, &model);
+        assert_eq!(cost.sharing(&[0, 1, 3]), [2.0, 2.0, 3.0, 1.0]);
+        assert_eq!(cost.sharing(&[3]), [1.0, 1.0, 1.0, 1.0]);
+        // dp2 over two shared devices: each computes at half its rate; over one shared
+        // device and the lone one: both at full rate.
+        let dp2 = Degrees {
+            dp: 2,
+            pp: 1,
+            cp: 1,
+        };
+        let config = |devices: [usize; 2]| ParallelConfig {
+            stages: vec![Stage {
+                layers: [0, 2],
+                devices: vec![vec![devices[0]], vec![devices[1]]],
+            }],
+            ..uniform_config(4, &model, dp2, 1)
+        };
+        let together = predict(&spec, &model, &config([0, 1]));
+        let apart = predict(&spec, &model, &config([0, 3]));
+        let (t, a) = (&together.devices[0].time, &apart.devices[0].time);
+        for (shared, alone) in [
+            (t.attention, a.attention),
+            (t.ffn, a.ffn),
+            (t.optimizer, a.optimizer),
+        ] {
+            assert!((shared / alone - 2.0).abs() < 1e-12, "{shared} vs {alone}");
+        }
+    }
+
+    #[test]
+    fn the_gradient_all_reduce_is_a_ring() {
+        // Four devices in data parallelism: each sends 2·3/4 of the gradients in 6 messages.
+        let spec = cluster(
+            (0..4)
+                .map(|i| device(&format!("d{i}"), 1e12, 1e13, 1e12))
+                .collect(),
+            (1e9, 1e-3),
+            vec![],
+        );
+        let model = model(2, 256, 4);
+        let dp4 = Degrees {
+            dp: 4,
+            pp: 1,
+            cp: 1,
+        };
+        let config = uniform_config(4, &model, dp4, 1);
+        let cost = CostModel::new(&spec, &model);
+        let place = cost.places(&config)[0];
+        let bytes = cost.stage_params(&place) * 4.0;
+        let (allreduce, _) = cost.post_time(&place);
+        let expected = 6.0 * (1e-3 + bytes / 4.0 / 1e9);
+        assert!(
+            (allreduce / expected - 1.0).abs() < 1e-12,
+            "{allreduce} vs {expected}"
+        );
+    }
+
+    #[test]
+    fn launches_cost_the_latency_of_every_kernel_dispatched() {
+        let spec = cluster(
+            vec![DeviceSpec {
+                launch_latency: Some(1e-5),
+                ..device("a", 1e12, 1e13, 1e12)
+            }],
+            (1e9, 0.0),
+            vec![],
+        );
+        let model = model(3, 256, 2);
+        let one = Degrees {
+            dp: 1,
+            pp: 1,
+            cp: 1,
+        };
+        let prediction = predict(&spec, &model, &uniform_config(1, &model, one, 2));
+        // Two micro-batches of one sequence: three layers, the embedding and the head each.
+        let expected = 2.0 * 1e-5 * (3.0 * LAUNCHES_PER_LAYER + 2.0 * LAUNCHES_PER_END);
+        let launches = prediction.devices[0].time.launches;
+        assert!(
+            (launches / expected - 1.0).abs() < 1e-12,
+            "{launches} vs {expected}"
+        );
+    }
+
+    #[test]
     fn ring_exchange_uses_the_pair_link() {
         let slow = PairLink {
             a: 0,
@@ -838,10 +1001,11 @@ mod tests {
         let prediction = predict(&spec, &model, &config);
         // Per layer and per logit-propagation step, the other half of the rows' states goes
         // round the ring forward (hidden wide per layer, classes wide per step) and their
-        // gradients back: 2 layers + 10 steps of one message each way.
+        // gradients back: 2 layers + 10 steps of one message each way; and one message of
+        // the barrier before the backward.
         let widths = 2.0 * 64.0 + 10.0 * 8.0;
         let bytes = 0.5 * 2048.0 * widths * 4.0;
-        let expected = 2.0 * (12.0 * 1e-3 + bytes / 1e8);
+        let expected = 2.0 * (12.0 * 1e-3 + bytes / 1e8) + 1e-3;
         let ring = prediction.devices[0].time.ring_exchange;
         assert!(
             (ring / expected - 1.0).abs() < 1e-12,
@@ -876,6 +1040,7 @@ mod tests {
                     layers: 2,
                     micro,
                     reduce: cost.group_link(&[s]),
+                    sharing: 1.0,
                 };
                 cost.micro_batch_time(&place, 1.0).total()
             })

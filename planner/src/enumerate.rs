@@ -52,6 +52,7 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
             && x.flops == y.flops
             && x.mem_bandwidth == y.mem_bandwidth
             && x.max_buffer_bytes == y.max_buffer_bytes
+            && x.hardware == y.hardware
             && (0..n)
                 .filter(|&w| w != a && w != b)
                 .all(|w| cost.link(a, w) == cost.link(b, w))

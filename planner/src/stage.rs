@@ -15,6 +15,8 @@ use crate::{Degrees, ParallelConfig};
 pub(crate) struct Layout {
     pub grid: Grid,
     reduce: Vec<GroupLink>,
+    /// Each device's divisor of its rates under this grid (see [`CostModel::sharing`]).
+    sharing: Vec<f64>,
 }
 
 /// A stage with balanced shares in every replica.
@@ -126,15 +128,20 @@ impl Layout {
         let reduce = (0..grid.degrees.pp)
             .map(|s| cost.group_link(&grid.stage_devices(s)))
             .collect();
-        Layout { grid, reduce }
+        let sharing = cost.sharing(&grid.cells);
+        Layout {
+            grid,
+            reduce,
+            sharing,
+        }
     }
 
-    /// Summed FLOP/s of the grid's devices.
+    /// Summed FLOP/s of the grid's devices, each at its share of any hardware it shares.
     pub fn flops(&self, cost: &CostModel) -> f64 {
         self.grid
             .cells
             .iter()
-            .map(|&d| cost.cluster.devices[d].flops)
+            .map(|&d| cost.cluster.devices[d].flops / self.sharing[d])
             .sum()
     }
 
@@ -144,12 +151,14 @@ impl Layout {
         let mut cells = Vec::with_capacity(dp * cp);
         for r in 0..dp {
             for c in 0..cp {
+                let cell = self.grid.cell(r, stage, c);
                 let place = |layers| Place {
-                    cell: self.grid.cell(r, stage, c),
+                    cell,
                     degrees: self.grid.degrees,
                     layers,
                     micro,
                     reduce: self.reduce[stage],
+                    sharing: self.sharing[cell.device],
                 };
                 let post = |layers| {
                     let (allreduce, optimizer) = cost.post_time(&place(layers));

@@ -14,6 +14,8 @@ pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f
         process: 0,
         adapter: None,
         max_buffer_bytes: None,
+        hardware: None,
+        launch_latency: None,
     }
 }
 
@@ -59,7 +61,7 @@ fn log_uniform(range: std::ops::Range<f64>) -> impl Strategy<Value = f64> {
 
 /// Random clusters of 1 to `max_devices` devices drawn from up to three device types (so
 /// that some devices are interchangeable), with a random default link and, half the time,
-/// random per-pair links. Memories run from a few MB to a few GB, so that memory binds in
+/// random per-pair links; the devices of a type share one hardware 30% of the time. Memories run from a few MB to a few GB, so that memory binds in
 /// many cases, and links from 100 MB/s to 100 GB/s, so that communication matters in many.
 pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSpec> {
     let kind = (
@@ -67,6 +69,7 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
         log_uniform(12.0..14.0),
         log_uniform(11.0..12.3),
         prop::option::weighted(0.3, log_uniform(5.0..8.0)),
+        prop::bool::weighted(0.3),
     );
     let types = prop::collection::vec(kind, 1..=3);
     let link = (log_uniform(8.0..11.0), 0.0f64..1e-4);
@@ -80,9 +83,10 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
                 let devices = kinds
                     .iter()
                     .map(|&k| {
-                        let (memory, flops, mem_bandwidth, max_buffer_bytes) = types[k];
+                        let (memory, flops, mem_bandwidth, max_buffer_bytes, shared) = types[k];
                         DeviceSpec {
                             max_buffer_bytes,
+                            hardware: shared.then(|| format!("hardware{k}")),
                             ..device(&format!("type{k}"), memory, flops, mem_bandwidth)
                         }
                     })

@@ -63,12 +63,13 @@ fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
             )
         });
         eprintln!(
-            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s{shared}",
+            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, kernel launch {:.1} µs{shared}",
             m.name,
             giga(&m.attention_flops),
             giga(&m.matmul_flops),
             giga(&m.embedding_bytes_per_second),
             m.mem_bandwidth / 1e9,
+            m.launch_latency * 1e6,
         );
     }
     let link = &measured.cluster.link;
