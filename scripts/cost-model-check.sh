@@ -5,6 +5,7 @@
 #   scripts/cost-model-check.sh                 # debug build, 4 logical devices on adapter 0
 #   MEGAGRAPH=target/release/megagraph DEVICES=4 scripts/cost-model-check.sh
 #   EXTRA="--scope hops:2" scripts/cost-model-check.sh   # more train options (here the hops scope)
+#   GRAPH=sbm:512:4 PLANS="dp1-pp1-cp1 dp1-pp1-cp2" scripts/cost-model-check.sh   # one sequence
 #   scripts/cost-model-check.sh --json          # the table, then one JSON object as the last line:
 #       {"plans": [{"plan", "measured_step_seconds", "predicted_step_seconds",
 #                   "measured_peak_in_use_bytes", "predicted_peak_bytes"}, ...]}
@@ -26,7 +27,8 @@ DEVICES=${DEVICES:-4}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 PLANS=${PLANS:-"dp1-pp1-cp1 dp1-pp1-cp2 dp1-pp1-cp4 dp1-pp2-cp1 dp2-pp1-cp1 dp2-pp1-cp2 dp1-pp2-cp2"}
-RUN=(--synthetic sbm:2048:4 --seq-len 512 --layers 2 --hidden 64 --heads 4 --epochs 3 --patience 3 --seed 0)
+GRAPH=${GRAPH:-sbm:2048:4}
+RUN=(--synthetic "$GRAPH" --seq-len 512 --layers 2 --hidden 64 --heads 4 --epochs 3 --patience 3 --seed 0)
 read -r -a EXTRA_ARGS <<<"${EXTRA:-}"
 RUN+=("${EXTRA_ARGS[@]}")
 
