@@ -129,13 +129,19 @@ impl Layout {
         Layout { grid, reduce }
     }
 
-    /// Summed FLOP/s of the grid's devices.
-    pub fn flops(&self, cost: &CostModel) -> f64 {
+    /// Summed FLOP/s of the grid's slowest replica (by summed FLOP/s).
+    pub fn slowest_replica_flops(&self, cost: &CostModel) -> f64 {
+        let Degrees { pp, cp, .. } = self.grid.degrees;
         self.grid
             .cells
-            .iter()
-            .map(|&d| cost.cluster.devices[d].flops)
-            .sum()
+            .chunks(pp * cp)
+            .map(|replica| {
+                replica
+                    .iter()
+                    .map(|&d| cost.cluster.devices[d].flops)
+                    .sum::<f64>()
+            })
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// Stage `stage` under `micro` as a function of its layer count.
