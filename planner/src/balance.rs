@@ -63,17 +63,37 @@ pub(crate) struct Balanced {
     pub overflow: f64,
 }
 
+impl Member {
+    /// The largest share within its memory and buffer limit (at most 1; negative where
+    /// none is).
+    fn share_limit(&self) -> f64 {
+        ((self.capacity - self.memory.at_zero) / self.memory.slope)
+            .min(self.share_cap)
+            .min(1.0)
+    }
+}
+
+/// Whether shares within `caps` (each member's [`Member::share_limit`]) can sum to 1.
+fn caps_fit(caps: impl Iterator<Item = f64>) -> bool {
+    let mut sum = 0.0;
+    for cap in caps {
+        if cap < 0.0 {
+            return false;
+        }
+        sum += cap;
+    }
+    sum >= 1.0
+}
+
+/// Whether [`balance`] of `members` fits them all, without balancing.
+pub(crate) fn fits(members: impl Iterator<Item = Member>) -> bool {
+    caps_fit(members.map(|m| m.share_limit()))
+}
+
 /// Balances the shares of `members` (at least one).
 pub(crate) fn balance(members: &[Member]) -> Balanced {
-    let caps: Vec<f64> = members
-        .iter()
-        .map(|m| {
-            ((m.capacity - m.memory.at_zero) / m.memory.slope)
-                .min(m.share_cap)
-                .min(1.0)
-        })
-        .collect();
-    let fits = caps.iter().all(|&c| c >= 0.0) && caps.iter().sum::<f64>() >= 1.0;
+    let caps: Vec<f64> = members.iter().map(Member::share_limit).collect();
+    let fits = caps_fit(caps.iter().copied());
     let shares = if members.len() == 1 {
         vec![1.0]
     } else if fits {

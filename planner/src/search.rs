@@ -20,7 +20,7 @@ use crate::enumerate::{
 };
 use crate::grid::Grid;
 use crate::split::{StageTable, fastest_split, least_overflow_split};
-use crate::stage::Layout;
+use crate::stage::{Layout, StageModel};
 use crate::{ClusterSpec, Degrees, ModelSpec, Plan, PlannerError};
 
 /// The plan of least predicted step time that fits every device, or the reason none fits.
@@ -137,11 +137,23 @@ fn evaluate(cost: &CostModel, layout: &Layout, micro: Micro, best: &mut Best<Cho
     let layers = cost.model.layers;
     let most_per_stage = layers - pp + 1;
     let factor = (micro.count + pp - 1) as f64;
-    let tables: Vec<StageTable> = (0..pp)
-        .map(|s| {
-            let stage = layout.stage_model(cost, s, micro);
-            StageTable::new((1..=most_per_stage).map(|n| stage.eval(n)))
-        })
+    let stages: Vec<StageModel> = (0..pp)
+        .map(|s| layout.stage_model(cost, s, micro))
+        .collect();
+    // Once something fits, only fitting splits matter, and they only read the tables'
+    // leading fitting entries: evaluate only those, and nothing if no split fits.
+    let counts: Vec<usize> = if best.fastest_step().is_some() {
+        stages.iter().map(|s| s.fitting(most_per_stage)).collect()
+    } else {
+        vec![most_per_stage; pp]
+    };
+    if counts.contains(&0) || counts.iter().sum::<usize>() < layers {
+        return;
+    }
+    let tables: Vec<StageTable> = stages
+        .iter()
+        .zip(&counts)
+        .map(|(stage, &count)| StageTable::new((1..=count).map(|n| stage.eval(n))))
         .collect();
     let choice = |split: Vec<usize>| Choice {
         grid: layout.grid.clone(),

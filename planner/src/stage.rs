@@ -6,7 +6,9 @@
 //! the micro-batching, never on the other stages' layer counts or shares; this is what lets
 //! the search split layers stage by stage.
 
-use crate::balance::{Affine, Balanced, Member, balance};
+use std::collections::HashMap;
+
+use crate::balance::{Affine, Balanced, Member, balance, fits};
 use crate::cost::{CostModel, GroupLink, Micro, Place};
 use crate::grid::Grid;
 use crate::{Degrees, ParallelConfig};
@@ -76,48 +78,117 @@ struct CellModel {
     share_cap: f64,
 }
 
+impl CellModel {
+    /// Its balancing figures at `layers` layers.
+    fn member(&self, layers: usize) -> Member {
+        Member {
+            time: self.time.at(layers),
+            memory: self.memory.at(layers),
+            capacity: self.capacity,
+            share_cap: self.share_cap,
+        }
+    }
+
+    /// Its figures' bits, for merging equal replicas.
+    fn bits(&self) -> [u64; 12] {
+        let (t, m) = (&self.time, &self.memory);
+        [
+            t.a,
+            t.b,
+            t.c,
+            t.d,
+            m.a,
+            m.b,
+            m.c,
+            m.d,
+            self.post.0,
+            self.post.1,
+            self.capacity,
+            self.share_cap,
+        ]
+        .map(f64::to_bits)
+    }
+}
+
 /// One stage's devices as functions of the stage's layer count, for one micro-batching.
+///
+/// Replicas whose cells have equal figures (as in a stage of several nodes of one kind) get
+/// equal shares and times from the same computation, so each distinct replica is balanced
+/// once and its result reused: an exact saving.
 pub(crate) struct StageModel {
-    /// `[replica · cp + shard]`.
-    cells: Vec<CellModel>,
-    cp: usize,
+    /// The distinct replicas, each `cp` cells.
+    distinct: Vec<Vec<CellModel>>,
+    /// Each replica's index in `distinct`.
+    replicas: Vec<usize>,
 }
 
 impl StageModel {
+    /// The stage of `cells` (`[replica · cp + shard]`), equal replicas merged.
+    fn new(cells: Vec<CellModel>, cp: usize) -> Self {
+        let mut distinct: Vec<Vec<CellModel>> = Vec::new();
+        let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
+        let mut replicas = Vec::with_capacity(cells.len() / cp);
+        let mut cells = cells.into_iter();
+        loop {
+            let replica: Vec<CellModel> = cells.by_ref().take(cp).collect();
+            if replica.is_empty() {
+                break;
+            }
+            let key = replica.iter().flat_map(CellModel::bits).collect();
+            let next = distinct.len();
+            let at = *index.entry(key).or_insert(next);
+            if at == next {
+                distinct.push(replica);
+            }
+            replicas.push(at);
+        }
+        StageModel { distinct, replicas }
+    }
+
     /// The stage with `layers` layers, shares balanced per replica.
     pub fn eval(&self, layers: usize) -> StageEval {
+        let n = layers as f64;
         let mut eval = StageEval {
             time: 0.0,
             post: 0.0,
             fits: true,
             overflow: 0.0,
-            shares: Vec::with_capacity(self.cells.len()),
+            shares: Vec::new(),
         };
-        let n = layers as f64;
-        let mut members = Vec::with_capacity(self.cp);
-        for replica in self.cells.chunks(self.cp) {
-            members.clear();
+        let balanced: Vec<Balanced> = self
+            .distinct
+            .iter()
+            .map(|replica| {
+                let members: Vec<Member> = replica.iter().map(|c| c.member(layers)).collect();
+                balance(&members)
+            })
+            .collect();
+        for (replica, b) in self.distinct.iter().zip(&balanced) {
             for cell in replica {
                 eval.post = eval.post.max(cell.post.0 + cell.post.1 * n);
-                members.push(Member {
-                    time: cell.time.at(layers),
-                    memory: cell.memory.at(layers),
-                    capacity: cell.capacity,
-                    share_cap: cell.share_cap,
-                });
             }
-            let Balanced {
-                shares,
-                time,
-                fits,
-                overflow,
-            } = balance(&members);
-            eval.time = eval.time.max(time);
-            eval.fits &= fits;
-            eval.overflow = eval.overflow.max(overflow);
-            eval.shares.extend(shares);
+            eval.time = eval.time.max(b.time);
+            eval.fits &= b.fits;
+            eval.overflow = eval.overflow.max(b.overflow);
         }
+        eval.shares = self
+            .replicas
+            .iter()
+            .flat_map(|&r| balanced[r].shares.iter().copied())
+            .collect();
         eval
+    }
+
+    /// How many of `1..=most` layers fit from 1 up (the `fits` of [`StageModel::eval`]
+    /// without balancing).
+    pub fn fitting(&self, most: usize) -> usize {
+        (1..=most)
+            .take_while(|&layers| {
+                self.distinct
+                    .iter()
+                    .all(|replica| fits(replica.iter().map(|c| c.member(layers))))
+            })
+            .count()
     }
 }
 
@@ -176,7 +247,7 @@ impl Layout {
                 });
             }
         }
-        StageModel { cells, cp }
+        StageModel::new(cells, cp)
     }
 
     /// The configuration with `layers[s]` layers in stage `s`, balanced shares and `micro`.
