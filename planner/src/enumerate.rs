@@ -69,41 +69,54 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
     classes
 }
 
-/// The grids the search evaluates for `degrees`: all symmetry-distinct grids if there are
-/// at most [`EXACT_GRID_BUDGET`], else [`structured_grids`].
-pub(crate) fn search_grids(
-    cost: &CostModel,
-    classes: &[Vec<usize>],
-    degrees: Degrees,
-) -> Vec<Grid> {
-    if grid_count_bound(classes, degrees) <= EXACT_GRID_BUDGET {
-        distinct_grids(classes, degrees)
-    } else {
-        structured_grids(cost, classes, degrees)
+/// The device classes of a cluster (see [`device_classes`]) and the count of class
+/// sequences of every length: what choosing the grids of any degrees needs, computed once.
+pub(crate) struct GridSpace {
+    classes: Vec<Vec<usize>>,
+    /// `sequences[n]`: the class sequences of length `n` (see [`class_sequences`]).
+    sequences: Vec<f64>,
+}
+
+impl GridSpace {
+    /// The grid space of `cost`'s cluster.
+    pub fn new(cost: &CostModel) -> Self {
+        let classes = device_classes(cost);
+        let sequences = class_sequences(&classes, cost.cluster.devices.len());
+        GridSpace { classes, sequences }
+    }
+
+    /// The grids the search evaluates for `degrees`: all symmetry-distinct grids if there
+    /// are at most [`EXACT_GRID_BUDGET`], else [`structured_grids`].
+    pub fn grids(&self, cost: &CostModel, degrees: Degrees) -> Vec<Grid> {
+        if grid_count_bound(&self.sequences, degrees) <= EXACT_GRID_BUDGET {
+            distinct_grids(&self.classes, degrees)
+        } else {
+            structured_grids(cost, &self.classes, degrees)
+        }
     }
 }
 
 /// An upper bound on the symmetry-distinct grids: the fewer of the class sequences over
-/// all cells and the multisets of `dp` replica blocks.
-fn grid_count_bound(classes: &[Vec<usize>], degrees: Degrees) -> f64 {
+/// all cells and the multisets of `dp` replica blocks (`sequences` as of [`GridSpace`]).
+fn grid_count_bound(sequences: &[f64], degrees: Degrees) -> f64 {
     let block = degrees.pp * degrees.cp;
-    let blocks = class_sequences(classes, block);
+    let blocks = sequences[block];
     let multisets = (1..=degrees.dp)
         .map(|i| (blocks + (i - 1) as f64) / i as f64)
         .product::<f64>();
-    class_sequences(classes, degrees.dp * block).min(multisets)
+    sequences[degrees.dp * block].min(multisets)
 }
 
-/// Sequences of `length` classes using each class at most its size: `length!` times the
-/// coefficient of `x^length` in `Π_class Σ_{j ≤ size} x^j / j!`.
-fn class_sequences(classes: &[Vec<usize>], length: usize) -> f64 {
-    let mut coefficients = vec![0.0; length + 1];
+/// For each length `n ≤ longest`, the sequences of `n` classes using each class at most its
+/// size: `n!` times the coefficient of `x^n` in `Π_class Σ_{j ≤ size} x^j / j!`.
+fn class_sequences(classes: &[Vec<usize>], longest: usize) -> Vec<f64> {
+    let mut coefficients = vec![0.0; longest + 1];
     coefficients[0] = 1.0;
     for class in classes {
-        let mut next = vec![0.0; length + 1];
+        let mut next = vec![0.0; longest + 1];
         for (j, &c) in coefficients.iter().enumerate() {
             let mut inverse_factorial = 1.0;
-            for used in 0..=class.len().min(length - j) {
+            for used in 0..=class.len().min(longest - j) {
                 if used > 0 {
                     inverse_factorial /= used as f64;
                 }
@@ -112,7 +125,17 @@ fn class_sequences(classes: &[Vec<usize>], length: usize) -> f64 {
         }
         coefficients = next;
     }
-    coefficients[length] * (1..=length).map(|i| i as f64).product::<f64>()
+    let mut factorial = 1.0;
+    coefficients
+        .iter()
+        .enumerate()
+        .map(|(n, &c)| {
+            if n > 0 {
+                factorial *= n as f64;
+            }
+            c * factorial
+        })
+        .collect()
 }
 
 /// Every grid up to device-class and replica symmetry.
@@ -347,12 +370,18 @@ mod tests {
             cp: 2,
         };
         assert_eq!(distinct_grids(&one_class, degrees).len(), 1);
-        assert_eq!(grid_count_bound(&one_class, degrees), 1.0);
+        assert_eq!(
+            grid_count_bound(&class_sequences(&one_class, 4), degrees),
+            1.0
+        );
         // Four distinct devices, dp2-pp1-cp2: 4! / 2! orderings of the replicas.
         let singles: Vec<Vec<usize>> = (0..4).map(|d| vec![d]).collect();
         assert_eq!(distinct_grids(&singles, degrees).len(), 12);
         // Bound: blocks are the 12 ordered pairs, multisets of two of them 78, sequences 24.
-        assert_eq!(grid_count_bound(&singles, degrees), 24.0);
+        assert_eq!(
+            grid_count_bound(&class_sequences(&singles, 4), degrees),
+            24.0
+        );
         // Two classes of two, dp2-pp1-cp1 on 2 of them: {aa, ab, bb}.
         let pairs = vec![vec![0, 1], vec![2, 3]];
         let dp2 = Degrees {
@@ -360,7 +389,7 @@ mod tests {
             pp: 1,
             cp: 1,
         };
-        assert_eq!(grid_count_bound(&pairs, dp2), 3.0);
+        assert_eq!(grid_count_bound(&class_sequences(&pairs, 4), dp2), 3.0);
         let grids = distinct_grids(&pairs, dp2);
         let cells: Vec<Vec<usize>> = grids.into_iter().map(|g| g.cells).collect();
         assert_eq!(cells, vec![vec![0, 1], vec![0, 2], vec![2, 3]]);

@@ -15,9 +15,7 @@ use std::rc::Rc;
 use crate::best::Best;
 use crate::bound::StepBound;
 use crate::cost::{CostModel, Micro, predict};
-use crate::enumerate::{
-    all_degrees, device_classes, every_grid, every_split, micro_batchings, search_grids,
-};
+use crate::enumerate::{GridSpace, all_degrees, every_grid, every_split, micro_batchings};
 use crate::grid::Grid;
 use crate::split::{StageTable, fastest_split, least_overflow_split};
 use crate::stage::{Layout, StageModel};
@@ -28,10 +26,9 @@ pub fn search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Plan, PlannerE
     cluster.validate()?;
     model.validate()?;
     let cost = CostModel::new(cluster, model);
-    let classes = device_classes(&cost);
     let mut best = Best::<Choice>::default();
     let all = all_degrees(cluster.devices.len(), model);
-    search_all(&cost, &classes, &all, &mut best);
+    search_all(&cost, &GridSpace::new(&cost), &all, &mut best);
     into_plan(best, &cost)
 }
 
@@ -57,7 +54,7 @@ pub fn search_fixed(
     }
     let cost = CostModel::new(cluster, model);
     let mut best = Best::<Choice>::default();
-    search_all(&cost, &device_classes(&cost), &[degrees], &mut best);
+    search_all(&cost, &GridSpace::new(&cost), &[degrees], &mut best);
     into_plan(best, &cost)
 }
 
@@ -71,7 +68,7 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
     let mut best = Best::<Choice>::default();
     for degrees in all_degrees(cluster.devices.len(), model) {
         every_grid(cluster.devices.len(), degrees, |grid| {
-            let layout = Layout::new(&cost, grid);
+            let layout = Layout::new(grid);
             for micro in micro_batchings(model, degrees.dp) {
                 every_split(model.layers, degrees.pp, |layers| {
                     let config = layout.config(&cost, layers, micro);
@@ -93,7 +90,7 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
 /// bound comes up, and the search stops once the least bound left cannot beat the fastest
 /// fitting step found. What is skipped has a step no lower than that step, so the optimum
 /// is the same as evaluating everything (only which of equal optima is kept may change).
-fn search_all(cost: &CostModel, classes: &[Vec<usize>], all: &[Degrees], best: &mut Best<Choice>) {
+fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut Best<Choice>) {
     let bound = StepBound::new(cost);
     let mut queue = Queue::default();
     for &degrees in all {
@@ -109,8 +106,8 @@ fn search_all(cost: &CostModel, classes: &[Vec<usize>], all: &[Degrees], best: &
         }
         match task {
             Task::Degrees(degrees) => {
-                for grid in search_grids(cost, classes, degrees) {
-                    let layout = Rc::new(Layout::new(cost, grid));
+                for grid in space.grids(cost, degrees) {
+                    let layout = Rc::new(Layout::new(grid));
                     for micro in micro_batchings(cost.model, degrees.dp) {
                         let lower = bound.grid(cost, &layout, micro);
                         if !cannot_beat(best, lower) {
@@ -241,7 +238,7 @@ struct Choice {
 
 /// The plan of the fastest fitting choice, or an error naming the least overflow.
 fn into_plan(best: Best<Choice>, cost: &CostModel) -> Result<Plan, PlannerError> {
-    let config = |c: Choice| Layout::new(cost, c.grid).config(cost, &c.layers, c.micro);
+    let config = |c: Choice| Layout::new(c.grid).config(cost, &c.layers, c.micro);
     match best
         .into_result()
         .expect("the search space always holds dp1-pp1-cp1")

@@ -6,6 +6,7 @@
 //! the micro-batching, never on the other stages' layer counts or shares; this is what lets
 //! the search split layers stage by stage.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use crate::balance::{Affine, Balanced, Member, balance, fits};
@@ -13,10 +14,11 @@ use crate::cost::{CostModel, GroupLink, Micro, Place};
 use crate::grid::Grid;
 use crate::{Degrees, ParallelConfig};
 
-/// A grid with the all-reduce group link of each stage looked up once.
+/// A grid with the all-reduce group link of each stage looked up once, when first needed
+/// (the search bounds many grids it never evaluates).
 pub(crate) struct Layout {
     pub grid: Grid,
-    reduce: Vec<GroupLink>,
+    reduce: OnceCell<Vec<GroupLink>>,
 }
 
 /// A stage with balanced shares in every replica.
@@ -193,11 +195,22 @@ impl StageModel {
 }
 
 impl Layout {
-    pub fn new(cost: &CostModel, grid: Grid) -> Self {
-        let reduce = (0..grid.degrees.pp)
-            .map(|s| cost.group_link(&grid.stage_devices(s)))
-            .collect();
-        Layout { grid, reduce }
+    /// The layout of `grid`.
+    pub fn new(grid: Grid) -> Self {
+        Layout {
+            grid,
+            reduce: OnceCell::new(),
+        }
+    }
+
+    /// The all-reduce group link of stage `stage`.
+    fn reduce(&self, cost: &CostModel, stage: usize) -> GroupLink {
+        let all = self.reduce.get_or_init(|| {
+            (0..self.grid.degrees.pp)
+                .map(|s| cost.group_link(&self.grid.stage_devices(s)))
+                .collect()
+        });
+        all[stage]
     }
 
     /// Summed FLOP/s of the grid's slowest replica (by summed FLOP/s).
@@ -218,6 +231,7 @@ impl Layout {
     /// Stage `stage` under `micro` as a function of its layer count.
     pub fn stage_model(&self, cost: &CostModel, stage: usize, micro: Micro) -> StageModel {
         let Degrees { dp, cp, .. } = self.grid.degrees;
+        let reduce = self.reduce(cost, stage);
         let mut cells = Vec::with_capacity(dp * cp);
         for r in 0..dp {
             for c in 0..cp {
@@ -226,7 +240,7 @@ impl Layout {
                     degrees: self.grid.degrees,
                     layers,
                     micro,
-                    reduce: self.reduce[stage],
+                    reduce,
                 };
                 let post = |layers| {
                     let (allreduce, optimizer) = cost.post_time(&place(layers));
