@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::balance::{Affine, Balanced, Member, balance, fits};
 use crate::cost::{CostModel, GroupLink, Micro, Place};
-use crate::grid::Grid;
+use crate::grid::{Cell, Grid};
 use crate::{Degrees, ParallelConfig};
 
 /// A grid with the all-reduce group link of each stage looked up once, when first needed
@@ -81,6 +81,26 @@ struct CellModel {
 }
 
 impl CellModel {
+    /// The model of the device at `place` (whose layer count is ignored).
+    fn new(cost: &CostModel, place: Place) -> Self {
+        let at = |layers| Place { layers, ..place };
+        let post = |layers| {
+            let (allreduce, optimizer) = cost.post_time(&at(layers));
+            allreduce + optimizer
+        };
+        let device = &cost.cluster.devices[place.cell.device];
+        let share_cap = device.max_buffer_bytes.map_or(f64::INFINITY, |limit| {
+            Affine::cap_below(&cost.buffer_terms(&at(1)), limit)
+        });
+        CellModel {
+            time: Bilinear::fit(|n, s| cost.micro_batch_time(&at(n), s).total()),
+            memory: Bilinear::fit(|n, s| cost.memory(&at(n), s).total()),
+            post: (post(0), post(1) - post(0)),
+            capacity: device.memory_bytes,
+            share_cap,
+        }
+    }
+
     /// Its balancing figures at `layers` layers.
     fn member(&self, layers: usize) -> Member {
         Member {
@@ -90,61 +110,77 @@ impl CellModel {
             share_cap: self.share_cap,
         }
     }
+}
 
-    /// Its figures' bits, for merging equal replicas.
-    fn bits(&self) -> [u64; 12] {
-        let (t, m) = (&self.time, &self.memory);
-        [
-            t.a,
-            t.b,
-            t.c,
-            t.d,
-            m.a,
-            m.b,
-            m.c,
-            m.d,
-            self.post.0,
-            self.post.1,
-            self.capacity,
-            self.share_cap,
-        ]
-        .map(f64::to_bits)
+/// What a cell's model depends on within one stage and micro-batching, as bits: its
+/// device's figures and its links from its ring predecessor and to its stage neighbours.
+/// The cost model reads nothing else of a cell (the same facts make devices interchangeable
+/// in `enumerate::device_classes`), so cells with equal keys have equal models.
+#[derive(PartialEq, Eq, Hash)]
+struct CellKey {
+    device: [u64; 3],
+    buffer: Option<u64>,
+    links: [Option<[u64; 2]>; 3],
+}
+
+impl CellKey {
+    /// The key of `cell`.
+    fn of(cost: &CostModel, cell: &Cell) -> Self {
+        let d = &cost.cluster.devices[cell.device];
+        let link = |other: Option<usize>| {
+            other.map(|o| {
+                let l = cost.link(o, cell.device);
+                [l.bandwidth.to_bits(), l.latency.to_bits()]
+            })
+        };
+        CellKey {
+            device: [d.flops, d.mem_bandwidth, d.memory_bytes].map(f64::to_bits),
+            buffer: d.max_buffer_bytes.map(f64::to_bits),
+            links: [link(cell.ring_from), link(cell.prev), link(cell.next)],
+        }
     }
 }
 
 /// One stage's devices as functions of the stage's layer count, for one micro-batching.
 ///
-/// Replicas whose cells have equal figures (as in a stage of several nodes of one kind) get
-/// equal shares and times from the same computation, so each distinct replica is balanced
-/// once and its result reused: an exact saving.
+/// Cells with equal keys share one model, and replicas made of the same models in the same
+/// order (as in a stage of several nodes of one kind) get equal shares and times from the
+/// same computation, so each distinct replica is balanced once and its result reused: an
+/// exact saving.
 pub(crate) struct StageModel {
-    /// The distinct replicas, each `cp` cells.
-    distinct: Vec<Vec<CellModel>>,
+    /// The distinct cell models.
+    cells: Vec<CellModel>,
+    /// The distinct replicas, each the indices in `cells` of its `cp` shards.
+    distinct: Vec<Vec<usize>>,
     /// Each replica's index in `distinct`.
     replicas: Vec<usize>,
 }
 
 impl StageModel {
-    /// The stage of `cells` (`[replica · cp + shard]`), equal replicas merged.
-    fn new(cells: Vec<CellModel>, cp: usize) -> Self {
-        let mut distinct: Vec<Vec<CellModel>> = Vec::new();
-        let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
-        let mut replicas = Vec::with_capacity(cells.len() / cp);
-        let mut cells = cells.into_iter();
-        loop {
-            let replica: Vec<CellModel> = cells.by_ref().take(cp).collect();
-            if replica.is_empty() {
-                break;
-            }
-            let key = replica.iter().flat_map(CellModel::bits).collect();
-            let next = distinct.len();
-            let at = *index.entry(key).or_insert(next);
-            if at == next {
-                distinct.push(replica);
-            }
-            replicas.push(at);
+    /// The stage of `cells` whose replicas are the `cp`-long runs of `shards` (indices in
+    /// `cells`, `[replica · cp + shard]`), equal replicas merged.
+    fn new(cells: Vec<CellModel>, shards: &[usize], cp: usize) -> Self {
+        let mut distinct: Vec<Vec<usize>> = Vec::new();
+        let mut index: HashMap<&[usize], usize> = HashMap::new();
+        let replicas = shards
+            .chunks(cp)
+            .map(|replica| {
+                *index.entry(replica).or_insert_with(|| {
+                    distinct.push(replica.to_vec());
+                    distinct.len() - 1
+                })
+            })
+            .collect();
+        StageModel {
+            cells,
+            distinct,
+            replicas,
         }
-        StageModel { distinct, replicas }
+    }
+
+    /// The balancing figures of a distinct replica at `layers` layers.
+    fn members(&self, replica: &[usize], layers: usize) -> impl Iterator<Item = Member> {
+        replica.iter().map(move |&c| self.cells[c].member(layers))
     }
 
     /// The stage with `layers` layers, shares balanced per replica.
@@ -160,15 +196,12 @@ impl StageModel {
         let balanced: Vec<Balanced> = self
             .distinct
             .iter()
-            .map(|replica| {
-                let members: Vec<Member> = replica.iter().map(|c| c.member(layers)).collect();
-                balance(&members)
-            })
+            .map(|replica| balance(&self.members(replica, layers).collect::<Vec<_>>()))
             .collect();
-        for (replica, b) in self.distinct.iter().zip(&balanced) {
-            for cell in replica {
-                eval.post = eval.post.max(cell.post.0 + cell.post.1 * n);
-            }
+        for cell in &self.cells {
+            eval.post = eval.post.max(cell.post.0 + cell.post.1 * n);
+        }
+        for b in &balanced {
             eval.time = eval.time.max(b.time);
             eval.fits &= b.fits;
             eval.overflow = eval.overflow.max(b.overflow);
@@ -188,7 +221,7 @@ impl StageModel {
             .take_while(|&layers| {
                 self.distinct
                     .iter()
-                    .all(|replica| fits(replica.iter().map(|c| c.member(layers))))
+                    .all(|replica| fits(self.members(replica, layers)))
             })
             .count()
     }
@@ -232,36 +265,28 @@ impl Layout {
     pub fn stage_model(&self, cost: &CostModel, stage: usize, micro: Micro) -> StageModel {
         let Degrees { dp, cp, .. } = self.grid.degrees;
         let reduce = self.reduce(cost, stage);
-        let mut cells = Vec::with_capacity(dp * cp);
+        let mut cells = Vec::new();
+        let mut index: HashMap<CellKey, usize> = HashMap::new();
+        let mut shards = Vec::with_capacity(dp * cp);
         for r in 0..dp {
             for c in 0..cp {
-                let place = |layers| Place {
+                let place = Place {
                     cell: self.grid.cell(r, stage, c),
                     degrees: self.grid.degrees,
-                    layers,
+                    layers: 0,
                     micro,
                     reduce,
                 };
-                let post = |layers| {
-                    let (allreduce, optimizer) = cost.post_time(&place(layers));
-                    allreduce + optimizer
-                };
-                let device = self.grid.at(r, stage, c);
-                let share_cap = cost.cluster.devices[device]
-                    .max_buffer_bytes
-                    .map_or(f64::INFINITY, |limit| {
-                        Affine::cap_below(&cost.buffer_terms(&place(1)), limit)
+                let at = *index
+                    .entry(CellKey::of(cost, &place.cell))
+                    .or_insert_with(|| {
+                        cells.push(CellModel::new(cost, place));
+                        cells.len() - 1
                     });
-                cells.push(CellModel {
-                    time: Bilinear::fit(|n, s| cost.micro_batch_time(&place(n), s).total()),
-                    memory: Bilinear::fit(|n, s| cost.memory(&place(n), s).total()),
-                    post: (post(0), post(1) - post(0)),
-                    capacity: cost.cluster.devices[device].memory_bytes,
-                    share_cap,
-                });
+                shards.push(at);
             }
         }
-        StageModel::new(cells, cp)
+        StageModel::new(cells, &shards, cp)
     }
 
     /// The configuration with `layers[s]` layers in stage `s`, balanced shares and `micro`.
