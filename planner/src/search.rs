@@ -18,7 +18,7 @@ use crate::cost::{CostModel, Micro, predict};
 use crate::enumerate::{GridSpace, all_degrees, every_grid, every_split, micro_batchings};
 use crate::grid::Grid;
 use crate::split::{StageTable, fastest_split, least_overflow_split};
-use crate::stage::{Layout, StageModel};
+use crate::stage::{Layout, StageEval, StageModel};
 use crate::{ClusterSpec, Degrees, ModelSpec, Plan, PlannerError};
 
 /// The plan of least predicted step time that fits every device, or the reason none fits.
@@ -137,21 +137,16 @@ fn evaluate(cost: &CostModel, layout: &Layout, micro: Micro, best: &mut Best<Cho
     let stages: Vec<StageModel> = (0..pp)
         .map(|s| layout.stage_model(cost, s, micro))
         .collect();
-    // Once something fits, only fitting splits matter, and they only read the tables'
-    // leading fitting entries: evaluate only those, and nothing if no split fits.
-    let counts: Vec<usize> = if best.fastest_step().is_some() {
-        stages.iter().map(|s| s.fitting(most_per_stage)).collect()
-    } else {
-        vec![most_per_stage; pp]
+    let tables = match best.fastest_step() {
+        None => stages
+            .iter()
+            .map(|stage| StageTable::new((1..=most_per_stage).map(|n| stage.eval(n))))
+            .collect(),
+        Some(step) => match useful_tables(&stages, most_per_stage, layers, factor, step) {
+            Some(tables) => tables,
+            None => return,
+        },
     };
-    if counts.contains(&0) || counts.iter().sum::<usize>() < layers {
-        return;
-    }
-    let tables: Vec<StageTable> = stages
-        .iter()
-        .zip(&counts)
-        .map(|(stage, &count)| StageTable::new((1..=count).map(|n| stage.eval(n))))
-        .collect();
     let choice = |split: Vec<usize>| Choice {
         grid: layout.grid.clone(),
         micro,
@@ -165,6 +160,42 @@ fn evaluate(cost: &CostModel, layout: &Layout, micro: Micro, best: &mut Best<Cho
         }
         None => {}
     }
+}
+
+/// The leading entries of the stages' tables (up to `most` layers each) that a fitting
+/// split with a step below `step` can use, or `None` if they cannot hold `layers` layers.
+///
+/// Such a split has `factor · time_s(n_s) + post < step` with `post ≥ 0`, so each stage's
+/// layer count fits and has `factor · time_s(n_s) ≤ step`; tables are monotone in `n`, so
+/// these are leading entries. `fastest_split` only reads the fitting entries, so on these
+/// prefixes it finds the same split whenever that split beats `step`, and otherwise
+/// nothing that does. The fitting prefixes are found first without balancing, and a stage
+/// is balanced only while the stages could still hold `layers` layers.
+fn useful_tables(
+    stages: &[StageModel],
+    most: usize,
+    layers: usize,
+    factor: f64,
+    step: f64,
+) -> Option<Vec<StageTable>> {
+    let fitting: Vec<usize> = stages.iter().map(|s| s.fitting(most)).collect();
+    let mut room: usize = fitting.iter().sum();
+    let mut tables = Vec::with_capacity(stages.len());
+    for (stage, &fit) in stages.iter().zip(&fitting) {
+        if room < layers {
+            return None;
+        }
+        let evals: Vec<StageEval> = (1..=fit)
+            .map(|n| stage.eval(n))
+            .take_while(|eval| factor * eval.time <= step)
+            .collect();
+        if evals.is_empty() {
+            return None;
+        }
+        room = room - fit + evals.len();
+        tables.push(StageTable::new(evals.into_iter()));
+    }
+    (room >= layers).then_some(tables)
 }
 
 /// What the search does next: expand a choice of degrees into its grids, or evaluate one
