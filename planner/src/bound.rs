@@ -13,7 +13,7 @@
 
 use crate::Degrees;
 use crate::cost::{CostModel, Micro};
-use crate::stage::Layout;
+use crate::grid::Grid;
 
 /// FLOP-count lower bounds on the step of a cluster and model.
 pub(crate) struct StepBound {
@@ -41,10 +41,10 @@ impl StepBound {
         pipelined_flop_time(cost, degrees, micro, replica_flops)
     }
 
-    /// A lower bound on the step of `layout` under `micro`, whatever the split and shares.
-    pub fn grid(&self, cost: &CostModel, layout: &Layout, micro: Micro) -> f64 {
-        let replica_flops = layout.slowest_replica_flops(cost);
-        pipelined_flop_time(cost, layout.grid.degrees, micro, replica_flops)
+    /// A lower bound on the step of `grid` under `micro`, whatever the split and shares.
+    pub fn grid(&self, cost: &CostModel, grid: &Grid, micro: Micro) -> f64 {
+        let replica_flops = grid.slowest_replica_flops(cost.cluster);
+        pipelined_flop_time(cost, grid.degrees, micro, replica_flops)
     }
 }
 
@@ -67,7 +67,7 @@ mod tests {
     use super::*;
     use crate::cost::predict;
     use crate::enumerate::{all_degrees, micro_batchings};
-    use crate::grid::Grid;
+    use crate::stage::Layout;
     use crate::testing::{arb_cluster, arb_model};
 
     proptest! {
@@ -90,13 +90,13 @@ mod tests {
             let micro = micros[picks[1].index(micros.len())];
             let cells = order.into_iter().filter(|&d| d < cluster.devices.len());
             let grid = Grid { degrees, cells: cells.take(degrees.devices()).collect() };
-            let layout = Layout::new(grid);
+            let layout = Layout::new(grid, |d| cost.group_link(d));
             let mut layers = vec![1; degrees.pp];
             layers[picks[2].index(degrees.pp)] += model.layers - degrees.pp;
             let config = layout.config(&cost, &layers, micro);
             let step = predict(&cluster, &model, &config).step_seconds;
             let (of_grid, of_degrees) =
-                (bound.grid(&cost, &layout, micro), bound.degrees(&cost, degrees, micro));
+                (bound.grid(&cost, &layout.grid, micro), bound.degrees(&cost, degrees, micro));
             prop_assert!(of_grid <= step * (1.0 + 1e-12), "grid bound {of_grid} > step {step}");
             prop_assert!(of_degrees <= of_grid * (1.0 + 1e-12), "{of_degrees} > {of_grid}");
         }

@@ -431,8 +431,14 @@ impl<'a> CostModel<'a> {
 
     /// The collective link of a group of devices.
     pub fn group_link(&self, devices: &[usize]) -> GroupLink {
+        self.group_link_of(devices.len(), devices)
+    }
+
+    /// The collective link of a group of `members` devices whose links are all among those
+    /// between the distinct pairs of `devices`, some of the members.
+    pub fn group_link_of(&self, members: usize, devices: &[usize]) -> GroupLink {
         let mut group = GroupLink {
-            members: devices.len(),
+            members,
             bandwidth: f64::INFINITY,
             latency: 0.0,
         };

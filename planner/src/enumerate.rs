@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use crate::cost::{CostModel, Micro};
+use crate::cost::{CostModel, GroupLink, Micro};
 use crate::grid::Grid;
 use crate::{Degrees, ModelSpec};
 
@@ -73,6 +73,8 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
 /// sequences of every length: what choosing the grids of any degrees needs, computed once.
 pub(crate) struct GridSpace {
     classes: Vec<Vec<usize>>,
+    /// Each device's index in `classes`.
+    class_of: Vec<usize>,
     /// `sequences[n]`: the class sequences of length `n` (see [`class_sequences`]).
     sequences: Vec<f64>,
 }
@@ -82,7 +84,36 @@ impl GridSpace {
     pub fn new(cost: &CostModel) -> Self {
         let classes = device_classes(cost);
         let sequences = class_sequences(&classes, cost.cluster.devices.len());
-        GridSpace { classes, sequences }
+        let mut class_of = vec![0; cost.cluster.devices.len()];
+        for (c, class) in classes.iter().enumerate() {
+            for &d in class {
+                class_of[d] = c;
+            }
+        }
+        GridSpace {
+            classes,
+            class_of,
+            sequences,
+        }
+    }
+
+    /// `CostModel::group_link` of `devices` from at most two of each class: interchangeable
+    /// devices have equal links to every other device, so a pair's link depends only on
+    /// the pair's classes (two pairs within a class too: for `x`, `y`, `z` of a class,
+    /// `link(x, y) = link(z, y) = link(z, x)`), and every pair's link is that of a pair
+    /// of the representatives.
+    pub fn group_link(&self, cost: &CostModel, devices: &[usize]) -> GroupLink {
+        let mut seen = vec![0usize; self.classes.len()];
+        let representatives: Vec<usize> = devices
+            .iter()
+            .copied()
+            .filter(|&d| {
+                let count = &mut seen[self.class_of[d]];
+                *count += 1;
+                *count <= 2
+            })
+            .collect();
+        cost.group_link_of(devices.len(), &representatives)
     }
 
     /// The grids the search evaluates for `degrees`: all symmetry-distinct grids if there
@@ -304,9 +335,29 @@ pub(crate) fn every_split(layers: usize, stages: usize, mut visit: impl FnMut(&[
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use crate::PairLink;
-    use crate::testing::{cluster, device, model};
+    use crate::testing::{arb_cluster, arb_model, cluster, device, model};
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn group_links_by_class_equal_the_pairwise_ones(
+            cluster in arb_cluster(8),
+            model in arb_model(),
+            order in Just((0..8).collect::<Vec<usize>>()).prop_shuffle(),
+            size in 1usize..=8,
+        ) {
+            let cost = CostModel::new(&cluster, &model);
+            let space = GridSpace::new(&cost);
+            let devices: Vec<usize> =
+                order.into_iter().filter(|&d| d < cluster.devices.len()).take(size).collect();
+            prop_assert_eq!(space.group_link(&cost, &devices), cost.group_link(&devices));
+        }
+    }
 
     fn uniform_devices(flops: &[f64]) -> Vec<crate::DeviceSpec> {
         flops.iter().map(|&f| device("d", 1e9, f, 1e11)).collect()

@@ -8,6 +8,7 @@
 //! split and every micro-batching and predicts each configuration in full; it is the test
 //! oracle.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::rc::Rc;
@@ -68,7 +69,7 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
     let mut best = Best::<Choice>::default();
     for degrees in all_degrees(cluster.devices.len(), model) {
         every_grid(cluster.devices.len(), degrees, |grid| {
-            let layout = Layout::new(grid);
+            let layout = Layout::new(grid, |d| cost.group_link(d));
             for micro in micro_batchings(model, degrees.dp) {
                 every_split(model.layers, degrees.pp, |layers| {
                     let config = layout.config(&cost, layers, micro);
@@ -107,16 +108,24 @@ fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut B
         match task {
             Task::Degrees(degrees) => {
                 for grid in space.grids(cost, degrees) {
-                    let layout = Rc::new(Layout::new(grid));
+                    let pending = Rc::new(Pending {
+                        grid,
+                        layout: OnceCell::new(),
+                    });
                     for micro in micro_batchings(cost.model, degrees.dp) {
-                        let lower = bound.grid(cost, &layout, micro);
+                        let lower = bound.grid(cost, &pending.grid, micro);
                         if !cannot_beat(best, lower) {
-                            queue.push(lower, Task::Grid(Rc::clone(&layout), micro));
+                            queue.push(lower, Task::Grid(Rc::clone(&pending), micro));
                         }
                     }
                 }
             }
-            Task::Grid(layout, micro) => evaluate(cost, &layout, micro, best),
+            Task::Grid(pending, micro) => {
+                let layout = pending.layout.get_or_init(|| {
+                    Layout::new(pending.grid.clone(), |d| space.group_link(cost, d))
+                });
+                evaluate(cost, layout, micro, best);
+            }
         }
     }
 }
@@ -202,7 +211,13 @@ fn useful_tables(
 /// grid under one micro-batching.
 enum Task {
     Degrees(Degrees),
-    Grid(Rc<Layout>, Micro),
+    Grid(Rc<Pending>, Micro),
+}
+
+/// A grid in the queue, laid out when first evaluated (most grids are only bounded).
+struct Pending {
+    grid: Grid,
+    layout: OnceCell<Layout>,
 }
 
 /// Tasks by least lower bound, ties in the order pushed.
@@ -269,7 +284,8 @@ struct Choice {
 
 /// The plan of the fastest fitting choice, or an error naming the least overflow.
 fn into_plan(best: Best<Choice>, cost: &CostModel) -> Result<Plan, PlannerError> {
-    let config = |c: Choice| Layout::new(c.grid).config(cost, &c.layers, c.micro);
+    let config =
+        |c: Choice| Layout::new(c.grid, |d| cost.group_link(d)).config(cost, &c.layers, c.micro);
     match best
         .into_result()
         .expect("the search space always holds dp1-pp1-cp1")

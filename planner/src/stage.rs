@@ -6,7 +6,6 @@
 //! the micro-batching, never on the other stages' layer counts or shares; this is what lets
 //! the search split layers stage by stage.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use crate::balance::{Affine, Balanced, Member, balance, fits};
@@ -14,11 +13,10 @@ use crate::cost::{CostModel, GroupLink, Micro, Place};
 use crate::grid::{Cell, Grid};
 use crate::{Degrees, ParallelConfig};
 
-/// A grid with the all-reduce group link of each stage looked up once, when first needed
-/// (the search bounds many grids it never evaluates).
+/// A grid with the all-reduce group link of each stage looked up once.
 pub(crate) struct Layout {
     pub grid: Grid,
-    reduce: OnceCell<Vec<GroupLink>>,
+    reduce: Vec<GroupLink>,
 }
 
 /// A stage with balanced shares in every replica.
@@ -228,43 +226,19 @@ impl StageModel {
 }
 
 impl Layout {
-    /// The layout of `grid`.
-    pub fn new(grid: Grid) -> Self {
-        Layout {
-            grid,
-            reduce: OnceCell::new(),
-        }
-    }
-
-    /// The all-reduce group link of stage `stage`.
-    fn reduce(&self, cost: &CostModel, stage: usize) -> GroupLink {
-        let all = self.reduce.get_or_init(|| {
-            (0..self.grid.degrees.pp)
-                .map(|s| cost.group_link(&self.grid.stage_devices(s)))
-                .collect()
-        });
-        all[stage]
-    }
-
-    /// Summed FLOP/s of the grid's slowest replica (by summed FLOP/s).
-    pub fn slowest_replica_flops(&self, cost: &CostModel) -> f64 {
-        let Degrees { pp, cp, .. } = self.grid.degrees;
-        self.grid
-            .cells
-            .chunks(pp * cp)
-            .map(|replica| {
-                replica
-                    .iter()
-                    .map(|&d| cost.cluster.devices[d].flops)
-                    .sum::<f64>()
-            })
-            .fold(f64::INFINITY, f64::min)
+    /// The layout of `grid`, the all-reduce group link of a stage's devices given by
+    /// `group_link` (`CostModel::group_link` or an equal, faster way).
+    pub fn new(grid: Grid, group_link: impl Fn(&[usize]) -> GroupLink) -> Self {
+        let reduce = (0..grid.degrees.pp)
+            .map(|s| group_link(&grid.stage_devices(s)))
+            .collect();
+        Layout { grid, reduce }
     }
 
     /// Stage `stage` under `micro` as a function of its layer count.
     pub fn stage_model(&self, cost: &CostModel, stage: usize, micro: Micro) -> StageModel {
         let Degrees { dp, cp, .. } = self.grid.degrees;
-        let reduce = self.reduce(cost, stage);
+        let reduce = self.reduce[stage];
         let mut cells = Vec::new();
         let mut index: HashMap<CellKey, usize> = HashMap::new();
         let mut shards = Vec::with_capacity(dp * cp);
