@@ -13,10 +13,11 @@ use crate::cost::{CostModel, GroupLink, Micro, Place};
 use crate::grid::{Cell, Grid};
 use crate::{Degrees, ParallelConfig};
 
-/// A grid with the all-reduce group link of each stage looked up once.
+/// A grid with the all-reduce group link and the shape of each stage worked out once.
 pub(crate) struct Layout {
     pub grid: Grid,
     reduce: Vec<GroupLink>,
+    shapes: Vec<StageShape>,
 }
 
 /// A stage with balanced shares in every replica.
@@ -139,43 +140,62 @@ impl CellKey {
     }
 }
 
-/// One stage's devices as functions of the stage's layer count, for one micro-batching.
-///
-/// Cells with equal keys share one model, and replicas made of the same models in the same
-/// order (as in a stage of several nodes of one kind) get equal shares and times from the
-/// same computation, so each distinct replica is balanced once and its result reused: an
-/// exact saving.
-pub(crate) struct StageModel {
-    /// The distinct cell models.
-    cells: Vec<CellModel>,
-    /// The distinct replicas, each the indices in `cells` of its `cp` shards.
+/// A stage's cells grouped by key, the same under every micro-batching: cells with equal
+/// keys share one model, and replicas made of the same models in the same order (as in a
+/// stage of several nodes of one kind) get equal shares and times from the same
+/// computation, so each distinct replica is balanced once and its result reused: an exact
+/// saving.
+struct StageShape {
+    /// One cell per distinct key.
+    representatives: Vec<Cell>,
+    /// The distinct replicas, each the indices in `representatives` of its `cp` shards.
     distinct: Vec<Vec<usize>>,
     /// Each replica's index in `distinct`.
     replicas: Vec<usize>,
 }
 
-impl StageModel {
-    /// The stage of `cells` whose replicas are the `cp`-long runs of `shards` (indices in
-    /// `cells`, `[replica · cp + shard]`), equal replicas merged.
-    fn new(cells: Vec<CellModel>, shards: &[usize], cp: usize) -> Self {
+impl StageShape {
+    /// The shape of stage `stage` of `grid`.
+    fn new(cost: &CostModel, grid: &Grid, stage: usize) -> Self {
+        let Degrees { dp, cp, .. } = grid.degrees;
+        let mut representatives = Vec::new();
+        let mut by_key: HashMap<CellKey, usize> = HashMap::new();
+        let shards: Vec<usize> = (0..dp)
+            .flat_map(|r| (0..cp).map(move |c| grid.cell(r, stage, c)))
+            .map(|cell| {
+                *by_key.entry(CellKey::of(cost, &cell)).or_insert_with(|| {
+                    representatives.push(cell);
+                    representatives.len() - 1
+                })
+            })
+            .collect();
         let mut distinct: Vec<Vec<usize>> = Vec::new();
-        let mut index: HashMap<&[usize], usize> = HashMap::new();
+        let mut by_shards: HashMap<&[usize], usize> = HashMap::new();
         let replicas = shards
             .chunks(cp)
             .map(|replica| {
-                *index.entry(replica).or_insert_with(|| {
+                *by_shards.entry(replica).or_insert_with(|| {
                     distinct.push(replica.to_vec());
                     distinct.len() - 1
                 })
             })
             .collect();
-        StageModel {
-            cells,
+        StageShape {
+            representatives,
             distinct,
             replicas,
         }
     }
+}
 
+/// One stage's devices as functions of the stage's layer count, for one micro-batching.
+pub(crate) struct StageModel<'a> {
+    /// The model of each of the shape's representatives.
+    cells: Vec<CellModel>,
+    shape: &'a StageShape,
+}
+
+impl StageModel<'_> {
     /// The balancing figures of a distinct replica at `layers` layers.
     fn members(&self, replica: &[usize], layers: usize) -> impl Iterator<Item = Member> {
         replica.iter().map(move |&c| self.cells[c].member(layers))
@@ -192,6 +212,7 @@ impl StageModel {
             shares: Vec::new(),
         };
         let balanced: Vec<Balanced> = self
+            .shape
             .distinct
             .iter()
             .map(|replica| balance(&self.members(replica, layers).collect::<Vec<_>>()))
@@ -205,6 +226,7 @@ impl StageModel {
             eval.overflow = eval.overflow.max(b.overflow);
         }
         eval.shares = self
+            .shape
             .replicas
             .iter()
             .flat_map(|&r| balanced[r].shares.iter().copied())
@@ -217,7 +239,8 @@ impl StageModel {
     pub fn fitting(&self, most: usize) -> usize {
         (1..=most)
             .take_while(|&layers| {
-                self.distinct
+                self.shape
+                    .distinct
                     .iter()
                     .all(|replica| fits(self.members(replica, layers)))
             })
@@ -228,39 +251,38 @@ impl StageModel {
 impl Layout {
     /// The layout of `grid`, the all-reduce group link of a stage's devices given by
     /// `group_link` (`CostModel::group_link` or an equal, faster way).
-    pub fn new(grid: Grid, group_link: impl Fn(&[usize]) -> GroupLink) -> Self {
-        let reduce = (0..grid.degrees.pp)
+    pub fn new(cost: &CostModel, grid: Grid, group_link: impl Fn(&[usize]) -> GroupLink) -> Self {
+        let stages = 0..grid.degrees.pp;
+        let reduce = stages
+            .clone()
             .map(|s| group_link(&grid.stage_devices(s)))
             .collect();
-        Layout { grid, reduce }
+        let shapes = stages.map(|s| StageShape::new(cost, &grid, s)).collect();
+        Layout {
+            grid,
+            reduce,
+            shapes,
+        }
     }
 
     /// Stage `stage` under `micro` as a function of its layer count.
-    pub fn stage_model(&self, cost: &CostModel, stage: usize, micro: Micro) -> StageModel {
-        let Degrees { dp, cp, .. } = self.grid.degrees;
-        let reduce = self.reduce[stage];
-        let mut cells = Vec::new();
-        let mut index: HashMap<CellKey, usize> = HashMap::new();
-        let mut shards = Vec::with_capacity(dp * cp);
-        for r in 0..dp {
-            for c in 0..cp {
+    pub fn stage_model(&self, cost: &CostModel, stage: usize, micro: Micro) -> StageModel<'_> {
+        let shape = &self.shapes[stage];
+        let cells = shape
+            .representatives
+            .iter()
+            .map(|&cell| {
                 let place = Place {
-                    cell: self.grid.cell(r, stage, c),
+                    cell,
                     degrees: self.grid.degrees,
                     layers: 0,
                     micro,
-                    reduce,
+                    reduce: self.reduce[stage],
                 };
-                let at = *index
-                    .entry(CellKey::of(cost, &place.cell))
-                    .or_insert_with(|| {
-                        cells.push(CellModel::new(cost, place));
-                        cells.len() - 1
-                    });
-                shards.push(at);
-            }
-        }
-        StageModel::new(cells, &shards, cp)
+                CellModel::new(cost, place)
+            })
+            .collect();
+        StageModel { cells, shape }
     }
 
     /// The configuration with `layers[s]` layers in stage `s`, balanced shares and `micro`.
