@@ -90,7 +90,7 @@ mod tests {
             let micro = micros[picks[1].index(micros.len())];
             let cells = order.into_iter().filter(|&d| d < cluster.devices.len());
             let grid = Grid { degrees, cells: cells.take(degrees.devices()).collect() };
-            let layout = Layout::new(&cost, grid, |d| cost.group_link(d));
+            let layout = Layout::new(&cost, grid, None);
             let mut layers = vec![1; degrees.pp];
             layers[picks[2].index(degrees.pp)] += model.layers - degrees.pp;
             let config = layout.config(&cost, &layers, micro);

@@ -360,6 +360,25 @@ pub(crate) struct GroupLink {
     pub latency: f64,
 }
 
+impl GroupLink {
+    /// The collective link of `members` devices whose pairs are linked by `links` (each
+    /// pair's link at least once).
+    pub fn over(members: usize, links: impl Iterator<Item = Link>) -> Self {
+        links.fold(
+            GroupLink {
+                members,
+                bandwidth: f64::INFINITY,
+                latency: 0.0,
+            },
+            |group, link| GroupLink {
+                bandwidth: group.bandwidth.min(link.bandwidth),
+                latency: group.latency.max(link.latency),
+                ..group
+            },
+        )
+    }
+}
+
 /// One device's place in a configuration, as far as its own costs depend on it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Place {
@@ -431,25 +450,11 @@ impl<'a> CostModel<'a> {
 
     /// The collective link of a group of devices.
     pub fn group_link(&self, devices: &[usize]) -> GroupLink {
-        self.group_link_of(devices.len(), devices)
-    }
-
-    /// The collective link of a group of `members` devices whose links are all among those
-    /// between the distinct pairs of `devices`, some of the members.
-    pub fn group_link_of(&self, members: usize, devices: &[usize]) -> GroupLink {
-        let mut group = GroupLink {
-            members,
-            bandwidth: f64::INFINITY,
-            latency: 0.0,
-        };
-        for (i, &a) in devices.iter().enumerate() {
-            for &b in &devices[i + 1..] {
-                let link = self.link(a, b);
-                group.bandwidth = group.bandwidth.min(link.bandwidth);
-                group.latency = group.latency.max(link.latency);
-            }
-        }
-        group
+        let pairs = devices
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &a)| devices[i + 1..].iter().map(move |&b| (a, b)));
+        GroupLink::over(devices.len(), pairs.map(|(a, b)| self.link(a, b)))
     }
 
     /// Parameters held by a device of the place's stage.

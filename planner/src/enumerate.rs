@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use crate::cost::{CostModel, GroupLink, Micro};
 use crate::grid::Grid;
-use crate::{Degrees, ModelSpec};
+use crate::{Degrees, Link, ModelSpec};
 
 /// Largest number of symmetry-distinct grids enumerated for one choice of degrees.
 pub(crate) const EXACT_GRID_BUDGET: f64 = 2_000.0;
@@ -75,6 +75,12 @@ pub(crate) struct GridSpace {
     classes: Vec<Vec<usize>>,
     /// Each device's index in `classes`.
     class_of: Vec<usize>,
+    /// `class_links[a · classes + b]`: the link between a device of class `a` and another
+    /// of class `b`. Interchangeable devices have equal links to every other device, so
+    /// this is the same for every such pair (two pairs within a class too: for `x`, `y`,
+    /// `z` of a class, `link(x, y) = link(z, y) = link(z, x)`). Unused for a class of one
+    /// with itself.
+    class_links: Vec<Link>,
     /// `sequences[n]`: the class sequences of length `n` (see [`class_sequences`]).
     sequences: Vec<f64>,
 }
@@ -90,30 +96,51 @@ impl GridSpace {
                 class_of[d] = c;
             }
         }
+        let class_links = classes
+            .iter()
+            .flat_map(|a| {
+                classes.iter().map(move |b| {
+                    let other = if a[0] == b[0] { b.get(1) } else { b.first() };
+                    other.map_or(cost.cluster.link, |&o| cost.link(a[0], o))
+                })
+            })
+            .collect();
         GridSpace {
             classes,
             class_of,
+            class_links,
             sequences,
         }
     }
 
-    /// `CostModel::group_link` of `devices` from at most two of each class: interchangeable
-    /// devices have equal links to every other device, so a pair's link depends only on
-    /// the pair's classes (two pairs within a class too: for `x`, `y`, `z` of a class,
-    /// `link(x, y) = link(z, y) = link(z, x)`), and every pair's link is that of a pair
-    /// of the representatives.
-    pub fn group_link(&self, cost: &CostModel, devices: &[usize]) -> GroupLink {
-        let mut seen = vec![0usize; self.classes.len()];
-        let representatives: Vec<usize> = devices
-            .iter()
-            .copied()
-            .filter(|&d| {
-                let count = &mut seen[self.class_of[d]];
-                *count += 1;
-                *count <= 2
-            })
-            .collect();
-        cost.group_link_of(devices.len(), &representatives)
+    /// `CostModel::link` between distinct devices `a` and `b`, from their classes.
+    pub fn link(&self, a: usize, b: usize) -> Link {
+        self.class_links[self.class_of[a] * self.classes.len() + self.class_of[b]]
+    }
+
+    /// `CostModel::group_link` of `devices` from the links between their classes.
+    pub fn group_link(&self, devices: &[usize]) -> GroupLink {
+        let classes = self.classes.len();
+        let mut count = vec![0usize; classes];
+        let mut present = Vec::new();
+        for &d in devices {
+            let c = self.class_of[d];
+            if count[c] == 0 {
+                present.push(c);
+            }
+            count[c] += 1;
+        }
+        let count = &count;
+        let pairs = present.iter().enumerate().flat_map(|(i, &a)| {
+            present[i..]
+                .iter()
+                .filter(move |&&b| b != a || count[a] >= 2)
+                .map(move |&b| (a, b))
+        });
+        GroupLink::over(
+            devices.len(),
+            pairs.map(|(a, b)| self.class_links[a * classes + b]),
+        )
     }
 
     /// The grids the search evaluates for `degrees`: all symmetry-distinct grids if there
@@ -355,7 +382,7 @@ mod tests {
             let space = GridSpace::new(&cost);
             let devices: Vec<usize> =
                 order.into_iter().filter(|&d| d < cluster.devices.len()).take(size).collect();
-            prop_assert_eq!(space.group_link(&cost, &devices), cost.group_link(&devices));
+            prop_assert_eq!(space.group_link(&devices), cost.group_link(&devices));
         }
     }
 

@@ -69,7 +69,7 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
     let mut best = Best::<Choice>::default();
     for degrees in all_degrees(cluster.devices.len(), model) {
         every_grid(cluster.devices.len(), degrees, |grid| {
-            let layout = Layout::new(&cost, grid, |d| cost.group_link(d));
+            let layout = Layout::new(&cost, grid, None);
             for micro in micro_batchings(model, degrees.dp) {
                 every_split(model.layers, degrees.pp, |layers| {
                     let config = layout.config(&cost, layers, micro);
@@ -121,9 +121,9 @@ fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut B
                 }
             }
             Task::Grid(pending, micro) => {
-                let layout = pending.layout.get_or_init(|| {
-                    Layout::new(cost, pending.grid.clone(), |d| space.group_link(cost, d))
-                });
+                let layout = pending
+                    .layout
+                    .get_or_init(|| Layout::new(cost, pending.grid.clone(), Some(space)));
                 evaluate(cost, layout, micro, best);
             }
         }
@@ -284,9 +284,7 @@ struct Choice {
 
 /// The plan of the fastest fitting choice, or an error naming the least overflow.
 fn into_plan(best: Best<Choice>, cost: &CostModel) -> Result<Plan, PlannerError> {
-    let config = |c: Choice| {
-        Layout::new(cost, c.grid, |d| cost.group_link(d)).config(cost, &c.layers, c.micro)
-    };
+    let config = |c: Choice| Layout::new(cost, c.grid, None).config(cost, &c.layers, c.micro);
     match best
         .into_result()
         .expect("the search space always holds dp1-pp1-cp1")

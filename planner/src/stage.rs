@@ -10,8 +10,9 @@ use std::collections::HashMap;
 
 use crate::balance::{Affine, Balanced, Member, balance, fits};
 use crate::cost::{CostModel, GroupLink, Micro, Place};
+use crate::enumerate::GridSpace;
 use crate::grid::{Cell, Grid};
-use crate::{Degrees, ParallelConfig};
+use crate::{Degrees, Link, ParallelConfig};
 
 /// A grid with the all-reduce group link and the shape of each stage worked out once.
 pub(crate) struct Layout {
@@ -123,19 +124,23 @@ struct CellKey {
 }
 
 impl CellKey {
-    /// The key of `cell`.
-    fn of(cost: &CostModel, cell: &Cell) -> Self {
+    /// The key of `cell`, with `link(a, b)` the link between devices `a` and `b`.
+    fn of(cost: &CostModel, cell: &Cell, link: &impl Fn(usize, usize) -> Link) -> Self {
         let d = &cost.cluster.devices[cell.device];
-        let link = |other: Option<usize>| {
+        let link_from = |other: Option<usize>| {
             other.map(|o| {
-                let l = cost.link(o, cell.device);
+                let l = link(o, cell.device);
                 [l.bandwidth.to_bits(), l.latency.to_bits()]
             })
         };
         CellKey {
             device: [d.flops, d.mem_bandwidth, d.memory_bytes].map(f64::to_bits),
             buffer: d.max_buffer_bytes.map(f64::to_bits),
-            links: [link(cell.ring_from), link(cell.prev), link(cell.next)],
+            links: [
+                link_from(cell.ring_from),
+                link_from(cell.prev),
+                link_from(cell.next),
+            ],
         }
     }
 }
@@ -155,18 +160,26 @@ struct StageShape {
 }
 
 impl StageShape {
-    /// The shape of stage `stage` of `grid`.
-    fn new(cost: &CostModel, grid: &Grid, stage: usize) -> Self {
+    /// The shape of stage `stage` of `grid`, with `link(a, b)` the link between devices
+    /// `a` and `b`.
+    fn new(
+        cost: &CostModel,
+        grid: &Grid,
+        stage: usize,
+        link: &impl Fn(usize, usize) -> Link,
+    ) -> Self {
         let Degrees { dp, cp, .. } = grid.degrees;
         let mut representatives = Vec::new();
         let mut by_key: HashMap<CellKey, usize> = HashMap::new();
         let shards: Vec<usize> = (0..dp)
             .flat_map(|r| (0..cp).map(move |c| grid.cell(r, stage, c)))
             .map(|cell| {
-                *by_key.entry(CellKey::of(cost, &cell)).or_insert_with(|| {
-                    representatives.push(cell);
-                    representatives.len() - 1
-                })
+                *by_key
+                    .entry(CellKey::of(cost, &cell, link))
+                    .or_insert_with(|| {
+                        representatives.push(cell);
+                        representatives.len() - 1
+                    })
             })
             .collect();
         let mut distinct: Vec<Vec<usize>> = Vec::new();
@@ -249,15 +262,21 @@ impl StageModel<'_> {
 }
 
 impl Layout {
-    /// The layout of `grid`, the all-reduce group link of a stage's devices given by
-    /// `group_link` (`CostModel::group_link` or an equal, faster way).
-    pub fn new(cost: &CostModel, grid: Grid, group_link: impl Fn(&[usize]) -> GroupLink) -> Self {
+    /// The layout of `grid`, links looked up by device class in `space` if given (the same
+    /// links, faster), else pair by pair.
+    pub fn new(cost: &CostModel, grid: Grid, space: Option<&GridSpace>) -> Self {
         let stages = 0..grid.degrees.pp;
         let reduce = stages
             .clone()
-            .map(|s| group_link(&grid.stage_devices(s)))
+            .map(|s| {
+                let devices = grid.stage_devices(s);
+                space.map_or_else(|| cost.group_link(&devices), |c| c.group_link(&devices))
+            })
             .collect();
-        let shapes = stages.map(|s| StageShape::new(cost, &grid, s)).collect();
+        let link = |a, b| space.map_or_else(|| cost.link(a, b), |c| c.link(a, b));
+        let shapes = stages
+            .map(|s| StageShape::new(cost, &grid, s, &link))
+            .collect();
         Layout {
             grid,
             reduce,
