@@ -21,7 +21,7 @@ pub(crate) struct Layout {
     shapes: Vec<StageShape>,
 }
 
-/// A stage with balanced shares in every replica.
+/// A stage's figures with balanced shares in every replica.
 pub(crate) struct StageEval {
     /// Forward and backward of one micro-batch on the stage's slowest device.
     pub time: f64,
@@ -31,8 +31,6 @@ pub(crate) struct StageEval {
     pub fits: bool,
     /// The largest memory-to-capacity ratio in the stage.
     pub overflow: f64,
-    /// Shares, `[replica · cp + shard]`.
-    pub shares: Vec<f64>,
 }
 
 /// `f(n, s) = a + b·n + c·s + d·n·s` for layer count `n` and share `s`: every cost term is
@@ -214,6 +212,15 @@ impl StageModel<'_> {
         replica.iter().map(move |&c| self.cells[c].member(layers))
     }
 
+    /// Each distinct replica balanced at `layers` layers.
+    fn balanced(&self, layers: usize) -> Vec<Balanced> {
+        self.shape
+            .distinct
+            .iter()
+            .map(|replica| balance(&self.members(replica, layers).collect::<Vec<_>>()))
+            .collect()
+    }
+
     /// The stage with `layers` layers, shares balanced per replica.
     pub fn eval(&self, layers: usize) -> StageEval {
         let n = layers as f64;
@@ -222,29 +229,26 @@ impl StageModel<'_> {
             post: 0.0,
             fits: true,
             overflow: 0.0,
-            shares: Vec::new(),
         };
-        let balanced: Vec<Balanced> = self
-            .shape
-            .distinct
-            .iter()
-            .map(|replica| balance(&self.members(replica, layers).collect::<Vec<_>>()))
-            .collect();
         for cell in &self.cells {
             eval.post = eval.post.max(cell.post.0 + cell.post.1 * n);
         }
-        for b in &balanced {
+        for b in self.balanced(layers) {
             eval.time = eval.time.max(b.time);
             eval.fits &= b.fits;
             eval.overflow = eval.overflow.max(b.overflow);
         }
-        eval.shares = self
-            .shape
+        eval
+    }
+
+    /// The balanced shares at `layers` layers, `[replica · cp + shard]`.
+    pub fn shares(&self, layers: usize) -> Vec<f64> {
+        let balanced = self.balanced(layers);
+        self.shape
             .replicas
             .iter()
             .flat_map(|&r| balanced[r].shares.iter().copied())
-            .collect();
-        eval
+            .collect()
     }
 
     /// How many of `1..=most` layers fit from 1 up (the `fits` of [`StageModel::eval`]
@@ -309,10 +313,10 @@ impl Layout {
         let Degrees { dp, cp, .. } = self.grid.degrees;
         let mut node_shares = vec![0.0; cost.cluster.devices.len()];
         for (s, &count) in layers.iter().enumerate() {
-            let eval = self.stage_model(cost, s, micro).eval(count);
+            let shares = self.stage_model(cost, s, micro).shares(count);
             for r in 0..dp {
                 for c in 0..cp {
-                    node_shares[self.grid.at(r, s, c)] = eval.shares[r * cp + c];
+                    node_shares[self.grid.at(r, s, c)] = shares[r * cp + c];
                 }
             }
         }
