@@ -7,6 +7,7 @@
 //! the search split layers stage by stage.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::balance::{Affine, Balanced, Member, balance, fits};
 use crate::cost::{CostModel, GroupLink, Micro, Place};
@@ -143,6 +144,48 @@ impl CellKey {
     }
 }
 
+/// A hash map keyed by the planner's own small keys (cell keys, index lists), with
+/// FxHash's multiply-rotate: much faster than SipHash, whose resistance to chosen keys is
+/// not needed here.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// FxHash (as in rustc): each word rotates the state, is mixed in and multiplied.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    /// Mixes in one word.
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// A stage's cells grouped by key, the same under every micro-batching: cells with equal
 /// keys share one model, and replicas made of the same models in the same order (as in a
 /// stage of several nodes of one kind) get equal shares and times from the same
@@ -168,7 +211,7 @@ impl StageShape {
     ) -> Self {
         let Degrees { dp, cp, .. } = grid.degrees;
         let mut representatives = Vec::new();
-        let mut by_key: HashMap<CellKey, usize> = HashMap::new();
+        let mut by_key: FastMap<CellKey, usize> = FastMap::default();
         let shards: Vec<usize> = (0..dp)
             .flat_map(|r| (0..cp).map(move |c| grid.cell(r, stage, c)))
             .map(|cell| {
@@ -181,7 +224,7 @@ impl StageShape {
             })
             .collect();
         let mut distinct: Vec<Vec<usize>> = Vec::new();
-        let mut by_shards: HashMap<&[usize], usize> = HashMap::new();
+        let mut by_shards: FastMap<&[usize], usize> = FastMap::default();
         let replicas = shards
             .chunks(cp)
             .map(|replica| {
