@@ -10,16 +10,29 @@
 //! (a maximum is at least the FLOP/s-weighted mean), so `t_max` is at least that of the
 //! replica with the least summed FLOP/s. Any choice of `dp · pp · cp` devices has a replica
 //! with at most `1 / dp` of the `dp · pp · cp` fastest devices' summed FLOP/s.
+//!
+//! [`StepBound::layers`] is tighter and dearer, for a grid about to be evaluated: it
+//! counts memory traffic too (see there).
+
+use std::cell::RefCell;
 
 use crate::Degrees;
-use crate::cost::{CostModel, Micro};
-use crate::grid::Grid;
+use crate::cost::{CostModel, GroupLink, Micro, Place};
+use crate::enumerate::GridSpace;
+use crate::fast_map::FastMap;
+use crate::grid::{Cell, Grid};
 
-/// FLOP-count lower bounds on the step of a cluster and model.
+/// Lower bounds on the step of a cluster and model.
 pub(crate) struct StepBound {
     /// `fastest[k]`: the summed FLOP/s of the `k` fastest devices.
     fastest: Vec<f64>,
+    /// `(β, δ)` of [`StepBound::layers`] by device class, `cp` and micro-batch size.
+    per_layer: RefCell<FastMap<(usize, usize, usize), PerLayer>>,
 }
+
+/// `(β, δ)`: a device's per-layer attention, message-passing and FFN time at share 0, and
+/// its growth to share 1.
+type PerLayer = (f64, f64);
 
 impl StepBound {
     /// The bounds of `cost`'s cluster and model.
@@ -32,7 +45,10 @@ impl StepBound {
                 Some(*sum)
             }))
             .collect();
-        StepBound { fastest }
+        StepBound {
+            fastest,
+            per_layer: RefCell::default(),
+        }
     }
 
     /// A lower bound on the step of every grid of `degrees` under `micro`.
@@ -46,7 +62,69 @@ impl StepBound {
         let replica_flops = grid.slowest_replica_flops(cost.cluster);
         pipelined_flop_time(cost, grid.degrees, micro, replica_flops)
     }
+
+    /// A lower bound on the step of `grid` under `micro` from its layers' attention,
+    /// message-passing and FFN terms, FLOPs and memory traffic, devices classed by `space`.
+    ///
+    /// On a device with share `s` those terms are `n · (β + δ · s)` for its stage's `n`
+    /// layers, with `β, δ ≥ 0` (`CostModel::micro_batch_time` at one layer, shares 0 and
+    /// 1: the terms are affine in the share, and β holds the weights and key table, δ the
+    /// rows), and the micro-batch time is at least that. Weighting a replica's devices by
+    /// `1 / δ`, and with each stage's shares summing to 1 and its layers to `L`,
+    /// `Σ t / δ ≥ Σ_s n_s · (1 + Σ_{c} β / δ) ≥ L · (1 + min_s Σ_{c} β / δ)`; the slowest
+    /// device is no faster than this weighted mean, `t_max ≥ that / Σ 1 / δ`. Interchangeable
+    /// devices have the same β and δ. The result is lowered by [`ROUNDING`] so that the
+    /// prediction's own rounding cannot put it above.
+    pub fn layers(&self, cost: &CostModel, space: &GridSpace, grid: &Grid, micro: Micro) -> f64 {
+        let Degrees { dp, pp, cp } = grid.degrees;
+        let mut slowest: f64 = 0.0;
+        for r in 0..dp {
+            let (mut speed, mut least_fixed) = (0.0, f64::INFINITY);
+            for s in 0..pp {
+                let mut fixed = 0.0;
+                for c in 0..cp {
+                    let (beta, delta) =
+                        self.per_layer(cost, space, grid, grid.cell(r, s, c), micro);
+                    speed += 1.0 / delta;
+                    fixed += beta / delta;
+                }
+                least_fixed = least_fixed.min(fixed);
+            }
+            let layers = cost.model.layers as f64;
+            slowest = slowest.max(layers * (1.0 + least_fixed) / speed);
+        }
+        (micro.count + pp - 1) as f64 * slowest * (1.0 - ROUNDING)
+    }
+
+    /// `(β, δ)` of [`StepBound::layers`] for the device of `cell` in `grid` under `micro`.
+    fn per_layer(
+        &self,
+        cost: &CostModel,
+        space: &GridSpace,
+        grid: &Grid,
+        cell: Cell,
+        micro: Micro,
+    ) -> PerLayer {
+        let key = (space.class_of(cell.device), grid.degrees.cp, micro.size);
+        *self.per_layer.borrow_mut().entry(key).or_insert_with(|| {
+            let place = Place {
+                cell,
+                degrees: grid.degrees,
+                layers: 1,
+                micro,
+                reduce: GroupLink::over(1, std::iter::empty()),
+            };
+            let at = |share| {
+                let t = cost.micro_batch_time(&place, share);
+                t.attention + t.message_passing + t.ffn
+            };
+            (at(0.0), at(1.0) - at(0.0))
+        })
+    }
 }
+
+/// Relative slack of [`StepBound::layers`] for rounding.
+const ROUNDING: f64 = 1e-9;
 
 /// `(m + pp − 1) · size · sequence_flops(cp) / replica_flops`: the 1F1B step if a replica
 /// with `replica_flops` FLOP/s spread its FLOPs perfectly and did nothing else.
@@ -74,7 +152,7 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
         /// Any grid (devices in a random order), any split, balanced shares: the prediction
-        /// is never below the grid's bound, nor that below the degrees' bound.
+        /// is never below the grid's bounds, nor the FLOP bound below the degrees' bound.
         #[test]
         fn bounds_never_exceed_the_prediction(
             cluster in arb_cluster(6),
@@ -97,7 +175,9 @@ mod tests {
             let step = predict(&cluster, &model, &config).step_seconds;
             let (of_grid, of_degrees) =
                 (bound.grid(&cost, &layout.grid, micro), bound.degrees(&cost, degrees, micro));
+            let of_layers = bound.layers(&cost, &GridSpace::new(&cost), &layout.grid, micro);
             prop_assert!(of_grid <= step * (1.0 + 1e-12), "grid bound {of_grid} > step {step}");
+            prop_assert!(of_layers <= step, "layers bound {of_layers} > step {step}");
             prop_assert!(of_degrees <= of_grid * (1.0 + 1e-12), "{of_degrees} > {of_grid}");
         }
     }

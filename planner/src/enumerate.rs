@@ -113,6 +113,11 @@ impl GridSpace {
         }
     }
 
+    /// The class of device `device`.
+    pub fn class_of(&self, device: usize) -> usize {
+        self.class_of[device]
+    }
+
     /// `CostModel::link` between distinct devices `a` and `b`, from their classes.
     pub fn link(&self, a: usize, b: usize) -> Link {
         self.class_links[self.class_of[a] * self.classes.len() + self.class_of[b]]

@@ -20,6 +20,7 @@ mod cost;
 mod enumerate;
 mod error;
 mod explain;
+mod fast_map;
 mod grid;
 mod json;
 mod model;

@@ -121,6 +121,9 @@ fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut B
                 }
             }
             Task::Grid(pending, micro) => {
+                if cannot_beat(best, bound.layers(cost, space, &pending.grid, micro)) {
+                    continue;
+                }
                 let layout = pending
                     .layout
                     .get_or_init(|| Layout::new(cost, pending.grid.clone(), Some(space)));
