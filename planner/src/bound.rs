@@ -57,10 +57,12 @@ impl StepBound {
         pipelined_flop_time(cost, degrees, micro, replica_flops)
     }
 
-    /// A lower bound on the step of `grid` under `micro`, whatever the split and shares.
-    pub fn grid(&self, cost: &CostModel, grid: &Grid, micro: Micro) -> f64 {
+    /// A lower bound on the step of `grid` under a micro-batching, whatever the split and
+    /// shares, as a function of the micro-batching.
+    pub fn grid<'a>(&self, cost: &'a CostModel, grid: &Grid) -> impl Fn(Micro) -> f64 + 'a {
         let replica_flops = grid.slowest_replica_flops(cost.cluster);
-        pipelined_flop_time(cost, grid.degrees, micro, replica_flops)
+        let degrees = grid.degrees;
+        move |micro| pipelined_flop_time(cost, degrees, micro, replica_flops)
     }
 
     /// A lower bound on the step of `grid` under `micro` from its layers' attention,
@@ -174,7 +176,7 @@ mod tests {
             let config = layout.config(&cost, &layers, micro);
             let step = predict(&cluster, &model, &config).step_seconds;
             let (of_grid, of_degrees) =
-                (bound.grid(&cost, &layout.grid, micro), bound.degrees(&cost, degrees, micro));
+                (bound.grid(&cost, &layout.grid)(micro), bound.degrees(&cost, degrees, micro));
             let of_layers = bound.layers(&cost, &GridSpace::new(&cost), &layout.grid, micro);
             prop_assert!(of_grid <= step * (1.0 + 1e-12), "grid bound {of_grid} > step {step}");
             prop_assert!(of_layers <= step, "layers bound {of_layers} > step {step}");

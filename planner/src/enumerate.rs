@@ -8,9 +8,8 @@
 //! that enumeration is exact. When it would exceed [`EXACT_GRID_BUDGET`] grids for one
 //! choice of degrees, structured grids are used instead (see [`structured_grids`]).
 
-use std::collections::HashSet;
-
 use crate::cost::{CostModel, GroupLink, Micro};
+use crate::fast_map::FastSet;
 use crate::grid::Grid;
 use crate::{Degrees, Link, ModelSpec};
 
@@ -284,7 +283,7 @@ fn structured_grids(cost: &CostModel, classes: &[Vec<usize>], degrees: Degrees) 
         [2, 0, 1],
         [2, 1, 0],
     ];
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     let mut grids = Vec::new();
     for order in [&by_index, &by_class] {
         for nesting in nestings {
@@ -524,7 +523,7 @@ mod tests {
         );
         assert!(grids.iter().any(|g| g.cells == vec![0, 1, 2, 3]));
         assert!(grids.iter().any(|g| g.cells == vec![2, 3, 0, 1]));
-        let unique: HashSet<_> = grids.iter().collect();
+        let unique: std::collections::HashSet<_> = grids.iter().collect();
         assert_eq!(unique.len(), grids.len());
     }
 }

@@ -112,8 +112,9 @@ fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut B
                         grid,
                         layout: OnceCell::new(),
                     });
+                    let lower_of = bound.grid(cost, &pending.grid);
                     for micro in micro_batchings(cost.model, degrees.dp) {
-                        let lower = bound.grid(cost, &pending.grid, micro);
+                        let lower = lower_of(micro);
                         if !cannot_beat(best, lower) {
                             queue.push(lower, Task::Grid(Rc::clone(&pending), micro));
                         }
