@@ -9,7 +9,6 @@
 //! choice of degrees, structured grids are used instead (see [`structured_grids`]).
 
 use crate::cost::{CostModel, GroupLink, Micro};
-use crate::fast_map::FastSet;
 use crate::grid::Grid;
 use crate::{Degrees, Link, ModelSpec};
 
@@ -283,7 +282,6 @@ fn structured_grids(cost: &CostModel, classes: &[Vec<usize>], degrees: Degrees) 
         [2, 0, 1],
         [2, 1, 0],
     ];
-    let mut seen = FastSet::default();
     let mut grids = Vec::new();
     for order in [&by_index, &by_class] {
         for nesting in nestings {
@@ -300,7 +298,7 @@ fn structured_grids(cost: &CostModel, classes: &[Vec<usize>], degrees: Degrees) 
                 }
             }
             let grid = Grid { degrees, cells };
-            if seen.insert(grid.clone()) {
+            if !grids.contains(&grid) {
                 grids.push(grid);
             }
         }

@@ -1,15 +1,12 @@
-//! A fast hash map and set for keys the planner makes itself.
+//! A fast hash map for keys the planner makes itself.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A hash map keyed by the planner's own small keys (cell keys, index lists, classes), with
 /// FxHash's multiply-rotate: much faster than SipHash, whose resistance to chosen keys is
 /// not needed here.
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// A hash set with the hasher of [`FastMap`].
-pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// FxHash (as in rustc): each word rotates the state, is mixed in and multiplied.
 #[derive(Default)]
