@@ -63,17 +63,37 @@ pub(crate) struct Balanced {
     pub overflow: f64,
 }
 
+impl Member {
+    /// The largest share within its memory and buffer limit (at most 1; negative where
+    /// none is).
+    fn share_limit(&self) -> f64 {
+        ((self.capacity - self.memory.at_zero) / self.memory.slope)
+            .min(self.share_cap)
+            .min(1.0)
+    }
+}
+
+/// Whether shares within `caps` (each member's [`Member::share_limit`]) can sum to 1.
+fn caps_fit(caps: impl Iterator<Item = f64>) -> bool {
+    let mut sum = 0.0;
+    for cap in caps {
+        if cap < 0.0 {
+            return false;
+        }
+        sum += cap;
+    }
+    sum >= 1.0
+}
+
+/// Whether [`balance`] of `members` fits them all, without balancing.
+pub(crate) fn fits(members: impl Iterator<Item = Member>) -> bool {
+    caps_fit(members.map(|m| m.share_limit()))
+}
+
 /// Balances the shares of `members` (at least one).
 pub(crate) fn balance(members: &[Member]) -> Balanced {
-    let caps: Vec<f64> = members
-        .iter()
-        .map(|m| {
-            ((m.capacity - m.memory.at_zero) / m.memory.slope)
-                .min(m.share_cap)
-                .min(1.0)
-        })
-        .collect();
-    let fits = caps.iter().all(|&c| c >= 0.0) && caps.iter().sum::<f64>() >= 1.0;
+    let caps: Vec<f64> = members.iter().map(Member::share_limit).collect();
+    let fits = caps_fit(caps.iter().copied());
     let shares = if members.len() == 1 {
         vec![1.0]
     } else if fits {
@@ -114,8 +134,8 @@ fn minimax(lines: &[Affine], caps: &[f64]) -> Vec<f64> {
         .zip(caps)
         .map(|(l, &c)| l.at_zero.min(l.at(c)))
         .fold(f64::NEG_INFINITY, f64::max);
-    let mut rising = Vec::new();
-    let mut falling = Vec::new();
+    let mut rising = Vec::with_capacity(lines.len());
+    let mut falling = Vec::with_capacity(lines.len());
     let mut not_rising_caps = 0.0;
     let mut falling_caps = 0.0;
     for (l, &c) in lines.iter().zip(caps) {
@@ -141,31 +161,35 @@ fn minimax(lines: &[Affine], caps: &[f64]) -> Vec<f64> {
     let bound = floor
         .max(earliest(&mut rising, 1.0 - not_rising_caps))
         .max(earliest(&mut falling, falling_caps - 1.0));
-    let (lo, hi): (Vec<f64>, Vec<f64>) = lines
+    let range = |(l, &c): (&Affine, &f64)| {
+        let reach = ((bound - l.at_zero) / l.slope).clamp(0.0, c);
+        match l.slope {
+            s if s > 0.0 => (0.0, reach),
+            s if s < 0.0 => (reach, c),
+            _ => (0.0, c),
+        }
+    };
+    let (sum_lo, sum_hi) = lines
         .iter()
         .zip(caps)
-        .map(|(l, &c)| {
-            let reach = ((bound - l.at_zero) / l.slope).clamp(0.0, c);
-            match l.slope {
-                s if s > 0.0 => (0.0, reach),
-                s if s < 0.0 => (reach, c),
-                _ => (0.0, c),
-            }
-        })
-        .unzip();
-    let (sum_lo, sum_hi): (f64, f64) = (lo.iter().sum(), hi.iter().sum());
+        .map(range)
+        .fold((0.0, 0.0), |(a, b), (lo, hi)| (a + lo, b + hi));
     let lambda = if sum_hi > sum_lo {
         ((1.0 - sum_lo) / (sum_hi - sum_lo)).clamp(0.0, 1.0)
     } else {
         0.0
     };
-    let shares: Vec<f64> = lo
+    let mut shares: Vec<f64> = lines
         .iter()
-        .zip(&hi)
-        .map(|(l, h)| l + lambda * (h - l))
+        .zip(caps)
+        .map(range)
+        .map(|(lo, hi)| lo + lambda * (hi - lo))
         .collect();
     let sum: f64 = shares.iter().sum();
-    shares.into_iter().map(|s| s / sum).collect()
+    for s in &mut shares {
+        *s /= sum;
+    }
+    shares
 }
 
 /// `clamp((T − start) · rate, 0, height)`: how much a member can take at bound `T`.
@@ -180,11 +204,13 @@ fn earliest(ramps: &mut [Ramp], target: f64) -> f64 {
     if target <= 0.0 {
         return f64::NEG_INFINITY;
     }
-    let mut events: Vec<(f64, f64)> = ramps
-        .iter()
-        .filter(|r| r.height > 0.0)
-        .flat_map(|r| [(r.start, r.rate), (r.start + r.height / r.rate, -r.rate)])
-        .collect();
+    let mut events = Vec::with_capacity(2 * ramps.len());
+    events.extend(
+        ramps
+            .iter()
+            .filter(|r| r.height > 0.0)
+            .flat_map(|r| [(r.start, r.rate), (r.start + r.height / r.rate, -r.rate)]),
+    );
     events.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (mut t, mut value, mut slope) = (f64::NEG_INFINITY, 0.0, 0.0);
     for (at, change) in events {

@@ -377,6 +377,25 @@ pub(crate) struct GroupLink {
     pub latency: f64,
 }
 
+impl GroupLink {
+    /// The collective link of `members` devices whose pairs are linked by `links` (each
+    /// pair's link at least once).
+    pub fn over(members: usize, links: impl Iterator<Item = Link>) -> Self {
+        links.fold(
+            GroupLink {
+                members,
+                bandwidth: f64::INFINITY,
+                latency: 0.0,
+            },
+            |group, link| GroupLink {
+                bandwidth: group.bandwidth.min(link.bandwidth),
+                latency: group.latency.max(link.latency),
+                ..group
+            },
+        )
+    }
+}
+
 /// One device's place in a configuration, as far as its own costs depend on it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Place {
@@ -487,19 +506,11 @@ impl<'a> CostModel<'a> {
 
     /// The collective link of a group of devices.
     pub fn group_link(&self, devices: &[usize]) -> GroupLink {
-        let mut group = GroupLink {
-            members: devices.len(),
-            bandwidth: f64::INFINITY,
-            latency: 0.0,
-        };
-        for (i, &a) in devices.iter().enumerate() {
-            for &b in &devices[i + 1..] {
-                let link = self.link(a, b);
-                group.bandwidth = group.bandwidth.min(link.bandwidth);
-                group.latency = group.latency.max(link.latency);
-            }
-        }
-        group
+        let pairs = devices
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &a)| devices[i + 1..].iter().map(move |&b| (a, b)));
+        GroupLink::over(devices.len(), pairs.map(|(a, b)| self.link(a, b)))
     }
 
     /// Parameters held by a device of the place's stage.
@@ -515,16 +526,14 @@ impl<'a> CostModel<'a> {
         params
     }
 
-    /// Node rows of the key table a device with node share `share` reads per layer: the
-    /// whole sequence (full scope), or its rows and its halo (hops scope).
-    fn key_rows(&self, place: &Place, share: f64) -> f64 {
+    /// Node rows of the key table a device with node share `share` of a `cp`-way split reads
+    /// per layer: the whole sequence (full scope), or its rows and its halo (hops scope).
+    fn key_rows(&self, cp: usize, share: f64) -> f64 {
         let model = self.model;
         let seq = model.seq_len as f64;
         match model.scope {
             AttentionScope::Full => seq,
-            AttentionScope::Hops { .. } => {
-                share * seq + model.halo_fraction(place.degrees.cp) * seq
-            }
+            AttentionScope::Hops { .. } => share * seq + model.halo_fraction(cp) * seq,
         }
     }
 
@@ -535,7 +544,7 @@ impl<'a> CostModel<'a> {
             return 0.0;
         }
         let seq = self.model.seq_len as f64;
-        self.key_rows(place, share) - share * seq
+        self.key_rows(place.degrees.cp, share) - share * seq
     }
 
     /// Messages one exchange takes on a device: `cp − 1` ring steps (full scope), or one
@@ -571,7 +580,7 @@ impl<'a> CostModel<'a> {
         let f = model.ffn_hidden as f64;
         let layers = place.layers as f64;
         let tokens = model.global_tokens as f64;
-        let keys = self.key_rows(place, share);
+        let keys = self.key_rows(place.degrees.cp, share);
         let pairs = model.pairs_per_row();
         // Q and output projections of the rows and tokens, K and V of the key table (the
         // engine projects every key row on every shard), scores and weighted sums of the
@@ -727,7 +736,7 @@ impl<'a> CostModel<'a> {
         // state, K and V (the engine keeps them for the backward: under the full scope every
         // shard holds them for the whole sequence).
         let layers = place.layers as f64;
-        let keys = self.key_rows(place, share);
+        let keys = self.key_rows(place.degrees.cp, share);
         let per_row = layers * (b * (7.0 * h + 2.0 * f) + LSE_BYTES * model.heads as f64);
         let key_table = layers * b * h * (3.0 * keys + 2.0 * tokens);
         let mut per_node = per_row;
@@ -769,7 +778,7 @@ impl<'a> CostModel<'a> {
             widest = widest.max(b * model.features as f64);
         }
         let key_bytes = b * model.hidden as f64;
-        let keys_at_zero = self.key_rows(place, 0.0);
+        let keys_at_zero = self.key_rows(place.degrees.cp, 0.0);
         [
             Affine {
                 at_zero: 0.0,
@@ -777,29 +786,37 @@ impl<'a> CostModel<'a> {
             },
             Affine {
                 at_zero: keys_at_zero * key_bytes,
-                slope: (self.key_rows(place, 1.0) - keys_at_zero) * key_bytes,
+                slope: (self.key_rows(place.degrees.cp, 1.0) - keys_at_zero) * key_bytes,
             },
         ]
     }
 
-    /// FLOPs of one sequence's forward and backward through the whole model on one device:
-    /// a lower bound on the time of any device set is these over its summed FLOP/s (shards
-    /// add to them: each projects the keys it reads).
-    pub fn sequence_flops(&self) -> f64 {
+    /// FLOPs of one sequence's forward and backward through the whole model, summed over the
+    /// `cp` shards of a replica whatever their shares: the row terms split by share, but every
+    /// shard projects K and V of each key row it reads (all `S` under the full scope, its rows
+    /// and halo under the hops scope) and runs the global tokens' rows itself (the lower
+    /// bounds of `bound` rest on this).
+    pub fn sequence_flops(&self, cp: usize) -> f64 {
         let model = self.model;
         let seq = model.seq_len as f64;
         let h = model.hidden as f64;
+        let f = model.ffn_hidden as f64;
         let tokens = model.global_tokens as f64;
         let edges = model.edges_per_node.max(1.0);
-        let per_row = 8.0 * h * h
+        let shards = cp as f64;
+        // Σ_c key_rows(share_c) for shares summing to 1 (key_rows is affine in the share).
+        let at_zero = self.key_rows(cp, 0.0);
+        let keys = shards * at_zero + self.key_rows(cp, 1.0) - at_zero;
+        let per_row = 4.0 * h * h
             + 4.0 * h * model.pairs_per_row()
             + 4.0 * h * tokens
             + 2.0 * h * h
             + 2.0 * edges * h
-            + 4.0 * h * model.ffn_hidden as f64;
-        let tokens_work = tokens * (8.0 * h * h + 4.0 * h * model.ffn_hidden as f64);
+            + 4.0 * h * f;
+        let per_layer =
+            seq * per_row + 4.0 * h * h * keys + shards * tokens * (8.0 * h * h + 4.0 * h * f);
         let ends = 2.0 * h * (model.features + model.classes) as f64;
-        PASSES * (model.layers as f64 * (seq * per_row + tokens_work) + seq * ends)
+        PASSES * (model.layers as f64 * per_layer + seq * ends)
     }
 }
 

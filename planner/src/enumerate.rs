@@ -8,11 +8,9 @@
 //! that enumeration is exact. When it would exceed [`EXACT_GRID_BUDGET`] grids for one
 //! choice of degrees, structured grids are used instead (see [`structured_grids`]).
 
-use std::collections::HashSet;
-
-use crate::cost::{CostModel, Micro};
+use crate::cost::{CostModel, GroupLink, Micro};
 use crate::grid::Grid;
-use crate::{Degrees, ModelSpec};
+use crate::{Degrees, Link, ModelSpec};
 
 /// Largest number of symmetry-distinct grids enumerated for one choice of degrees.
 pub(crate) const EXACT_GRID_BUDGET: f64 = 2_000.0;
@@ -53,6 +51,7 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
             && x.mem_bandwidth == y.mem_bandwidth
             && x.max_buffer_bytes == y.max_buffer_bytes
             && x.hardware == y.hardware
+            && x.launch_latency == y.launch_latency
             && (0..n)
                 .filter(|&w| w != a && w != b)
                 .all(|w| cost.link(a, w) == cost.link(b, w))
@@ -70,41 +69,117 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
     classes
 }
 
-/// The grids the search evaluates for `degrees`: all symmetry-distinct grids if there are
-/// at most [`EXACT_GRID_BUDGET`], else [`structured_grids`].
-pub(crate) fn search_grids(
-    cost: &CostModel,
-    classes: &[Vec<usize>],
-    degrees: Degrees,
-) -> Vec<Grid> {
-    if grid_count_bound(classes, degrees) <= EXACT_GRID_BUDGET {
-        distinct_grids(classes, degrees)
-    } else {
-        structured_grids(cost, classes, degrees)
+/// The device classes of a cluster (see [`device_classes`]) and the count of class
+/// sequences of every length: what choosing the grids of any degrees needs, computed once.
+pub(crate) struct GridSpace {
+    classes: Vec<Vec<usize>>,
+    /// Each device's index in `classes`.
+    class_of: Vec<usize>,
+    /// `class_links[a · classes + b]`: the link between a device of class `a` and another
+    /// of class `b`. Interchangeable devices have equal links to every other device, so
+    /// this is the same for every such pair (two pairs within a class too: for `x`, `y`,
+    /// `z` of a class, `link(x, y) = link(z, y) = link(z, x)`). Unused for a class of one
+    /// with itself.
+    class_links: Vec<Link>,
+    /// `sequences[n]`: the class sequences of length `n` (see [`class_sequences`]).
+    sequences: Vec<f64>,
+}
+
+impl GridSpace {
+    /// The grid space of `cost`'s cluster.
+    pub fn new(cost: &CostModel) -> Self {
+        let classes = device_classes(cost);
+        let sequences = class_sequences(&classes, cost.cluster.devices.len());
+        let mut class_of = vec![0; cost.cluster.devices.len()];
+        for (c, class) in classes.iter().enumerate() {
+            for &d in class {
+                class_of[d] = c;
+            }
+        }
+        let class_links = classes
+            .iter()
+            .flat_map(|a| {
+                classes.iter().map(move |b| {
+                    let other = if a[0] == b[0] { b.get(1) } else { b.first() };
+                    other.map_or(cost.cluster.link, |&o| cost.link(a[0], o))
+                })
+            })
+            .collect();
+        GridSpace {
+            classes,
+            class_of,
+            class_links,
+            sequences,
+        }
+    }
+
+    /// The class of device `device`.
+    pub fn class_of(&self, device: usize) -> usize {
+        self.class_of[device]
+    }
+
+    /// `CostModel::link` between distinct devices `a` and `b`, from their classes.
+    pub fn link(&self, a: usize, b: usize) -> Link {
+        self.class_links[self.class_of[a] * self.classes.len() + self.class_of[b]]
+    }
+
+    /// `CostModel::group_link` of `devices` from the links between their classes.
+    pub fn group_link(&self, devices: &[usize]) -> GroupLink {
+        let classes = self.classes.len();
+        let mut count = vec![0usize; classes];
+        let mut present = Vec::new();
+        for &d in devices {
+            let c = self.class_of[d];
+            if count[c] == 0 {
+                present.push(c);
+            }
+            count[c] += 1;
+        }
+        let count = &count;
+        let pairs = present.iter().enumerate().flat_map(|(i, &a)| {
+            present[i..]
+                .iter()
+                .filter(move |&&b| b != a || count[a] >= 2)
+                .map(move |&b| (a, b))
+        });
+        GroupLink::over(
+            devices.len(),
+            pairs.map(|(a, b)| self.class_links[a * classes + b]),
+        )
+    }
+
+    /// The grids the search evaluates for `degrees`: all symmetry-distinct grids if there
+    /// are at most [`EXACT_GRID_BUDGET`], else [`structured_grids`].
+    pub fn grids(&self, cost: &CostModel, degrees: Degrees) -> Vec<Grid> {
+        if grid_count_bound(&self.sequences, degrees) <= EXACT_GRID_BUDGET {
+            distinct_grids(&self.classes, degrees)
+        } else {
+            structured_grids(cost, &self.classes, degrees)
+        }
     }
 }
 
 /// An upper bound on the symmetry-distinct grids: the fewer of the class sequences over
-/// all cells and the multisets of `dp` replica blocks.
-fn grid_count_bound(classes: &[Vec<usize>], degrees: Degrees) -> f64 {
+/// all cells and the multisets of `dp` replica blocks (`sequences` as of [`GridSpace`]).
+fn grid_count_bound(sequences: &[f64], degrees: Degrees) -> f64 {
     let block = degrees.pp * degrees.cp;
-    let blocks = class_sequences(classes, block);
+    let blocks = sequences[block];
     let multisets = (1..=degrees.dp)
         .map(|i| (blocks + (i - 1) as f64) / i as f64)
         .product::<f64>();
-    class_sequences(classes, degrees.dp * block).min(multisets)
+    sequences[degrees.dp * block].min(multisets)
 }
 
-/// Sequences of `length` classes using each class at most its size: `length!` times the
-/// coefficient of `x^length` in `Π_class Σ_{j ≤ size} x^j / j!`.
-fn class_sequences(classes: &[Vec<usize>], length: usize) -> f64 {
-    let mut coefficients = vec![0.0; length + 1];
+/// For each length `n ≤ longest`, the sequences of `n` classes using each class at most its
+/// size: `n!` times the coefficient of `x^n` in `Π_class Σ_{j ≤ size} x^j / j!`.
+fn class_sequences(classes: &[Vec<usize>], longest: usize) -> Vec<f64> {
+    let mut coefficients = vec![0.0; longest + 1];
     coefficients[0] = 1.0;
     for class in classes {
-        let mut next = vec![0.0; length + 1];
+        let mut next = vec![0.0; longest + 1];
         for (j, &c) in coefficients.iter().enumerate() {
             let mut inverse_factorial = 1.0;
-            for used in 0..=class.len().min(length - j) {
+            for used in 0..=class.len().min(longest - j) {
                 if used > 0 {
                     inverse_factorial /= used as f64;
                 }
@@ -113,7 +188,17 @@ fn class_sequences(classes: &[Vec<usize>], length: usize) -> f64 {
         }
         coefficients = next;
     }
-    coefficients[length] * (1..=length).map(|i| i as f64).product::<f64>()
+    let mut factorial = 1.0;
+    coefficients
+        .iter()
+        .enumerate()
+        .map(|(n, &c)| {
+            if n > 0 {
+                factorial *= n as f64;
+            }
+            c * factorial
+        })
+        .collect()
 }
 
 /// Every grid up to device-class and replica symmetry.
@@ -199,7 +284,6 @@ fn structured_grids(cost: &CostModel, classes: &[Vec<usize>], degrees: Degrees) 
         [2, 0, 1],
         [2, 1, 0],
     ];
-    let mut seen = HashSet::new();
     let mut grids = Vec::new();
     for order in [&by_index, &by_class] {
         for nesting in nestings {
@@ -216,7 +300,7 @@ fn structured_grids(cost: &CostModel, classes: &[Vec<usize>], degrees: Degrees) 
                 }
             }
             let grid = Grid { degrees, cells };
-            if seen.insert(grid.clone()) {
+            if !grids.contains(&grid) {
                 grids.push(grid);
             }
         }
@@ -282,9 +366,29 @@ pub(crate) fn every_split(layers: usize, stages: usize, mut visit: impl FnMut(&[
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use crate::PairLink;
-    use crate::testing::{cluster, device, model};
+    use crate::testing::{arb_cluster, arb_model, cluster, device, model};
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn group_links_by_class_equal_the_pairwise_ones(
+            cluster in arb_cluster(8),
+            model in arb_model(),
+            order in Just((0..8).collect::<Vec<usize>>()).prop_shuffle(),
+            size in 1usize..=8,
+        ) {
+            let cost = CostModel::new(&cluster, &model);
+            let space = GridSpace::new(&cost);
+            let devices: Vec<usize> =
+                order.into_iter().filter(|&d| d < cluster.devices.len()).take(size).collect();
+            prop_assert_eq!(space.group_link(&devices), cost.group_link(&devices));
+        }
+    }
 
     fn uniform_devices(flops: &[f64]) -> Vec<crate::DeviceSpec> {
         flops.iter().map(|&f| device("d", 1e9, f, 1e11)).collect()
@@ -348,12 +452,18 @@ mod tests {
             cp: 2,
         };
         assert_eq!(distinct_grids(&one_class, degrees).len(), 1);
-        assert_eq!(grid_count_bound(&one_class, degrees), 1.0);
+        assert_eq!(
+            grid_count_bound(&class_sequences(&one_class, 4), degrees),
+            1.0
+        );
         // Four distinct devices, dp2-pp1-cp2: 4! / 2! orderings of the replicas.
         let singles: Vec<Vec<usize>> = (0..4).map(|d| vec![d]).collect();
         assert_eq!(distinct_grids(&singles, degrees).len(), 12);
         // Bound: blocks are the 12 ordered pairs, multisets of two of them 78, sequences 24.
-        assert_eq!(grid_count_bound(&singles, degrees), 24.0);
+        assert_eq!(
+            grid_count_bound(&class_sequences(&singles, 4), degrees),
+            24.0
+        );
         // Two classes of two, dp2-pp1-cp1 on 2 of them: {aa, ab, bb}.
         let pairs = vec![vec![0, 1], vec![2, 3]];
         let dp2 = Degrees {
@@ -361,7 +471,7 @@ mod tests {
             pp: 1,
             cp: 1,
         };
-        assert_eq!(grid_count_bound(&pairs, dp2), 3.0);
+        assert_eq!(grid_count_bound(&class_sequences(&pairs, 4), dp2), 3.0);
         let grids = distinct_grids(&pairs, dp2);
         let cells: Vec<Vec<usize>> = grids.into_iter().map(|g| g.cells).collect();
         assert_eq!(cells, vec![vec![0, 1], vec![0, 2], vec![2, 3]]);
@@ -413,7 +523,7 @@ mod tests {
         );
         assert!(grids.iter().any(|g| g.cells == vec![0, 1, 2, 3]));
         assert!(grids.iter().any(|g| g.cells == vec![2, 3, 0, 1]));
-        let unique: HashSet<_> = grids.iter().collect();
+        let unique: std::collections::HashSet<_> = grids.iter().collect();
         assert_eq!(unique.len(), grids.len());
     }
 }

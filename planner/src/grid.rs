@@ -1,6 +1,6 @@
 //! The device grid of a configuration, flat, with the neighbours the cost model needs.
 
-use crate::{Degrees, ParallelConfig, Stage};
+use crate::{ClusterSpec, Degrees, ParallelConfig, Stage};
 
 /// Devices placed on a `dp × pp × cp` grid; cell `(r, s, c)` is `cells[(r·pp + s)·cp + c]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -54,6 +54,20 @@ impl Grid {
             prev: (s > 0).then(|| self.at(r, s - 1, c)),
             next: (s + 1 < pp).then(|| self.at(r, s + 1, c)),
         }
+    }
+
+    /// Summed FLOP/s of the grid's slowest replica (by summed FLOP/s).
+    pub fn slowest_replica_flops(&self, cluster: &ClusterSpec) -> f64 {
+        let Degrees { pp, cp, .. } = self.degrees;
+        self.cells
+            .chunks(pp * cp)
+            .map(|replica| {
+                replica
+                    .iter()
+                    .map(|&d| cluster.devices[d].flops)
+                    .sum::<f64>()
+            })
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// The devices of stage `s` over all replicas and shards.

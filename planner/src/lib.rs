@@ -13,6 +13,7 @@
 mod balance;
 mod baseline;
 mod best;
+mod bound;
 mod cluster;
 mod config;
 mod cost;

@@ -1,22 +1,25 @@
 //! Search: the configuration of least predicted step time that fits every device's memory.
 //!
-//! For each choice of degrees (more devices first), each device grid up to symmetry (see
-//! `enumerate`) and each micro-batching, every stage is evaluated at every layer count with
-//! balanced node shares (`balance`), and layers are split by the exact parametric search of
-//! `split`. A grid and micro-batching whose step cannot beat the best found so far even
-//! with no communication or memory traffic (all FLOPs spread over the grid's summed
-//! FLOP/s) is skipped. [`exhaustive_search`] enumerates every ordered device choice, every
+//! Each choice of degrees, each device grid up to symmetry (see `enumerate`) and each
+//! micro-batching is taken least lower bound first (see `bound`); for each, every stage is
+//! evaluated at every layer count with balanced node shares (`balance`), and layers are split
+//! by the exact parametric search of `split`. The search stops when no bound left is below
+//! the best step found. [`exhaustive_search`] enumerates every ordered device choice, every
 //! split and every micro-batching and predicts each configuration in full; it is the test
 //! oracle.
 
+use std::cell::OnceCell;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
+
 use crate::best::Best;
+use crate::bound::StepBound;
 use crate::cost::{CostModel, Micro, predict};
-use crate::enumerate::{
-    all_degrees, device_classes, every_grid, every_split, micro_batchings, search_grids,
-};
+use crate::enumerate::{GridSpace, all_degrees, every_grid, every_split, micro_batchings};
 use crate::grid::Grid;
 use crate::split::{StageTable, fastest_split, least_overflow_split};
-use crate::stage::Layout;
+use crate::stage::{Layout, StageEval, StageModel};
 use crate::{ClusterSpec, Degrees, ModelSpec, Plan, PlannerError};
 
 /// The plan of least predicted step time that fits every device, or the reason none fits.
@@ -24,11 +27,9 @@ pub fn search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Plan, PlannerE
     cluster.validate()?;
     model.validate()?;
     let cost = CostModel::new(cluster, model);
-    let classes = device_classes(&cost);
     let mut best = Best::<Choice>::default();
-    for degrees in all_degrees(cluster.devices.len(), model) {
-        search_degrees(&cost, &classes, degrees, &mut best);
-    }
+    let all = all_degrees(cluster.devices.len(), model);
+    search_all(&cost, &GridSpace::new(&cost), &all, &mut best);
     into_plan(best, &cost)
 }
 
@@ -54,7 +55,7 @@ pub fn search_fixed(
     }
     let cost = CostModel::new(cluster, model);
     let mut best = Best::<Choice>::default();
-    search_degrees(&cost, &device_classes(&cost), degrees, &mut best);
+    search_all(&cost, &GridSpace::new(&cost), &[degrees], &mut best);
     into_plan(best, &cost)
 }
 
@@ -68,7 +69,7 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
     let mut best = Best::<Choice>::default();
     for degrees in all_degrees(cluster.devices.len(), model) {
         every_grid(cluster.devices.len(), degrees, |grid| {
-            let layout = Layout::new(&cost, grid);
+            let layout = Layout::new(&cost, grid, None);
             for micro in micro_batchings(model, degrees.dp) {
                 every_split(model.layers, degrees.pp, |layers| {
                     let config = layout.config(&cost, layers, micro);
@@ -85,48 +86,198 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
     into_plan(best, &cost)
 }
 
-/// Evaluates every grid and micro-batching of `degrees` into `best`.
-fn search_degrees(
-    cost: &CostModel,
-    classes: &[Vec<usize>],
-    degrees: Degrees,
-    best: &mut Best<Choice>,
-) {
-    let Degrees { dp, pp, .. } = degrees;
-    let layers = cost.model.layers;
-    let most_per_stage = layers - pp + 1;
-    let sequence_flops = cost.sequence_flops();
-    for grid in search_grids(cost, classes, degrees) {
-        let layout = Layout::new(cost, grid);
-        let flops = layout.flops(cost);
-        for micro in micro_batchings(cost.model, dp) {
-            let factor = (micro.count + pp - 1) as f64;
-            let lower_bound = factor * (dp * micro.size) as f64 * sequence_flops / flops;
-            if best.fastest_step().is_some_and(|step| lower_bound > step) {
-                continue;
-            }
-            let tables: Vec<StageTable> = (0..pp)
-                .map(|s| {
-                    let stage = layout.stage_model(cost, s, micro);
-                    StageTable::new((1..=most_per_stage).map(|n| stage.eval(n)))
-                })
-                .collect();
-            let choice = |split: Vec<usize>| Choice {
-                grid: layout.grid.clone(),
-                micro,
-                layers: split,
-            };
-            match fastest_split(&tables, layers, factor) {
-                Some(split) => best.offer_fitting(split.value, || choice(split.layers)),
-                None if best.fastest_step().is_none() => {
-                    let split = least_overflow_split(&tables, layers);
-                    best.offer_overflowing(split.value, || choice(split.layers));
+/// Evaluates the grids and micro-batchings of every degrees in `all` into `best`, least
+/// lower bound first (see `bound`): a choice of degrees is expanded into its grids when its
+/// bound comes up, and the search stops once the least bound left cannot beat the fastest
+/// fitting step found. What is skipped has a step no lower than that step, so the optimum
+/// is the same as evaluating everything (only which of equal optima is kept may change).
+fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut Best<Choice>) {
+    let bound = StepBound::new(cost);
+    let mut queue = Queue::default();
+    for &degrees in all {
+        let least = micro_batchings(cost.model, degrees.dp)
+            .into_iter()
+            .map(|micro| bound.degrees(cost, degrees, micro))
+            .fold(f64::INFINITY, f64::min);
+        queue.push(least, Task::Degrees(degrees));
+    }
+    while let Some((lower, task)) = queue.pop() {
+        if cannot_beat(best, lower) {
+            break;
+        }
+        match task {
+            Task::Degrees(degrees) => {
+                for grid in space.grids(cost, degrees) {
+                    let pending = Rc::new(Pending {
+                        grid,
+                        layout: OnceCell::new(),
+                    });
+                    let lower_of = bound.grid(cost, &pending.grid);
+                    for micro in micro_batchings(cost.model, degrees.dp) {
+                        let lower = lower_of(micro);
+                        if !cannot_beat(best, lower) {
+                            queue.push(lower, Task::Grid(Rc::clone(&pending), micro));
+                        }
+                    }
                 }
-                None => {}
+            }
+            Task::Grid(pending, micro) => {
+                if cannot_beat(best, bound.layers(cost, space, &pending.grid, micro)) {
+                    continue;
+                }
+                let layout = pending
+                    .layout
+                    .get_or_init(|| Layout::new(cost, pending.grid.clone(), Some(space)));
+                evaluate(cost, layout, micro, best);
             }
         }
     }
 }
+
+/// Whether a configuration with step at least `lower` cannot replace the best (a fitting
+/// one is kept unless a strictly faster one comes).
+fn cannot_beat(best: &Best<Choice>, lower: f64) -> bool {
+    best.fastest_step().is_some_and(|step| lower >= step)
+}
+
+/// Evaluates `layout` under `micro` into `best`: every stage at every layer count, then the
+/// fastest split (or, while nothing fits, the least overflowing one).
+fn evaluate(cost: &CostModel, layout: &Layout, micro: Micro, best: &mut Best<Choice>) {
+    let Degrees { pp, .. } = layout.grid.degrees;
+    let layers = cost.model.layers;
+    let most_per_stage = layers - pp + 1;
+    let factor = (micro.count + pp - 1) as f64;
+    let stages: Vec<StageModel> = (0..pp)
+        .map(|s| layout.stage_model(cost, s, micro))
+        .collect();
+    let tables = match best.fastest_step() {
+        None => stages
+            .iter()
+            .map(|stage| StageTable::new((1..=most_per_stage).map(|n| stage.eval(n))))
+            .collect(),
+        Some(step) => match useful_tables(&stages, most_per_stage, layers, factor, step) {
+            Some(tables) => tables,
+            None => return,
+        },
+    };
+    let choice = |split: Vec<usize>| Choice {
+        grid: layout.grid.clone(),
+        micro,
+        layers: split,
+    };
+    match fastest_split(&tables, layers, factor) {
+        Some(split) => best.offer_fitting(split.value, || choice(split.layers)),
+        None if best.fastest_step().is_none() => {
+            let split = least_overflow_split(&tables, layers);
+            best.offer_overflowing(split.value, || choice(split.layers));
+        }
+        None => {}
+    }
+}
+
+/// The leading entries of the stages' tables (up to `most` layers each) that a fitting
+/// split with a step below `step` can use, or `None` if they cannot hold `layers` layers.
+///
+/// Such a split has `factor · time_s(n_s) + post < step` with `post ≥ 0`, so each stage's
+/// layer count fits and has `factor · time_s(n_s) ≤ step`; tables are monotone in `n`, so
+/// these are leading entries. `fastest_split` only reads the fitting entries, so on these
+/// prefixes it finds the same split whenever that split beats `step`, and otherwise
+/// nothing that does. The fitting prefixes are found first without balancing, and a stage
+/// is balanced only while the stages could still hold `layers` layers.
+fn useful_tables(
+    stages: &[StageModel],
+    most: usize,
+    layers: usize,
+    factor: f64,
+    step: f64,
+) -> Option<Vec<StageTable>> {
+    let fitting: Vec<usize> = stages.iter().map(|s| s.fitting(most)).collect();
+    let mut room: usize = fitting.iter().sum();
+    let mut tables = Vec::with_capacity(stages.len());
+    for (stage, &fit) in stages.iter().zip(&fitting) {
+        if room < layers {
+            return None;
+        }
+        let evals: Vec<StageEval> = (1..=fit)
+            .map(|n| stage.eval(n))
+            .take_while(|eval| factor * eval.time <= step)
+            .collect();
+        if evals.is_empty() {
+            return None;
+        }
+        room = room - fit + evals.len();
+        tables.push(StageTable::new(evals.into_iter()));
+    }
+    (room >= layers).then_some(tables)
+}
+
+/// What the search does next: expand a choice of degrees into its grids, or evaluate one
+/// grid under one micro-batching.
+enum Task {
+    Degrees(Degrees),
+    Grid(Rc<Pending>, Micro),
+}
+
+/// A grid in the queue, laid out when first evaluated (most grids are only bounded).
+struct Pending {
+    grid: Grid,
+    layout: OnceCell<Layout>,
+}
+
+/// Tasks by least lower bound, ties in the order pushed.
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Queued>,
+    pushed: usize,
+}
+
+/// A task with its lower bound and push order.
+struct Queued {
+    lower: f64,
+    order: usize,
+    task: Task,
+}
+
+impl Queue {
+    /// Adds `task`, whose configurations have steps of at least `lower`.
+    fn push(&mut self, lower: f64, task: Task) {
+        self.heap.push(Queued {
+            lower,
+            order: self.pushed,
+            task,
+        });
+        self.pushed += 1;
+    }
+
+    /// The task of least bound, with its bound.
+    fn pop(&mut self) -> Option<(f64, Task)> {
+        self.heap.pop().map(|q| (q.lower, q.task))
+    }
+}
+
+impl Ord for Queued {
+    /// Reversed, so that the max-heap pops the least bound, then the earliest pushed.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .lower
+            .total_cmp(&self.lower)
+            .then(other.order.cmp(&self.order))
+    }
+}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Queued {}
 
 /// A configuration in the making: grid, micro-batching, layers per stage.
 struct Choice {
@@ -137,7 +288,7 @@ struct Choice {
 
 /// The plan of the fastest fitting choice, or an error naming the least overflow.
 fn into_plan(best: Best<Choice>, cost: &CostModel) -> Result<Plan, PlannerError> {
-    let config = |c: Choice| Layout::new(cost, c.grid).config(cost, &c.layers, c.micro);
+    let config = |c: Choice| Layout::new(cost, c.grid, None).config(cost, &c.layers, c.micro);
     match best
         .into_result()
         .expect("the search space always holds dp1-pp1-cp1")

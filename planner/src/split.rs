@@ -159,7 +159,6 @@ mod tests {
                     post: p,
                     fits: i < fitting,
                     overflow: t,
-                    shares: vec![1.0],
                 }),
         )
     }
