@@ -455,12 +455,14 @@ impl<'a> CostModel<'a> {
     /// `used` busy.
     pub fn sharing(&self, used: &[usize]) -> Vec<f64> {
         let mut busy = vec![0usize; self.hardware.len()];
+        let mut is_used = vec![false; self.hardware.len()];
         for &d in used {
             busy[self.hardware[d]] += 1;
+            is_used[d] = true;
         }
         (0..self.hardware.len())
             .map(|d| {
-                let others = busy[self.hardware[d]] - usize::from(used.contains(&d));
+                let others = busy[self.hardware[d]] - usize::from(is_used[d]);
                 (others + 1) as f64
             })
             .collect()
