@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use crate::cli_parallel::{RUN, plan_cluster};
 use crate::common::{
-    AUTOTUNE_VAR, TEST_AUTOTUNE_LEVEL, TestError, TestResult, have_adapter, megagraph,
-    workspace_root,
+    AUTOTUNE_VAR, TEST_AUTOTUNE_LEVEL, TestError, TestResult, assert_losses_close, have_adapter,
+    megagraph, step_losses, workspace_root,
 };
 
 /// What one `mpirun` did, and how long it took.
@@ -36,18 +36,6 @@ impl MpiRun {
     fn step_losses(&self) -> Result<Vec<f64>, TestError> {
         step_losses(&self.stdout)
     }
-}
-
-/// The step losses of the JSON report on the last line of `stdout`.
-fn step_losses(stdout: &str) -> Result<Vec<f64>, TestError> {
-    let last = stdout.lines().last().ok_or("no output")?;
-    let report: serde_json::Value = serde_json::from_str(last)?;
-    Ok(report["step_losses"]
-        .as_array()
-        .ok_or("step_losses is a list")?
-        .iter()
-        .filter_map(serde_json::Value::as_f64)
-        .collect())
 }
 
 /// Runs `mpirun -np processes megagraph args…` on localhost, with `env` set in every process.
@@ -118,19 +106,6 @@ fn train_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 /// The arguments as `&str`.
 fn refs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
-}
-
-/// Asserts `got[i]` equals `want[i]` within `relative` for every step.
-fn assert_losses_close(got: &[f64], want: &[f64], relative: f64, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: {got:?} against {want:?}");
-    for (step, (g, w)) in got.iter().zip(want).enumerate() {
-        let error = (g - w).abs() / w.abs().max(1e-12);
-        assert!(
-            error <= relative,
-            "{what}: step {} loss {g} against {w} (relative error {error:.2e} > {relative:e})",
-            step + 1
-        );
-    }
 }
 
 #[test]

@@ -5,7 +5,10 @@
 use megagraph_engine::graph::SyntheticSpec;
 
 use crate::cli_errors::assert_one_line_error;
-use crate::common::{TestError, TestResult, have_adapter, megagraph, workspace_root};
+use crate::common::{
+    TestError, TestResult, assert_losses_close, have_adapter, megagraph, step_losses,
+    workspace_root,
+};
 
 /// The flags of a small run whose model the plans below are made for.
 pub(crate) const RUN: [&str; 12] = [
@@ -220,5 +223,68 @@ fn a_cluster_spec_alone_is_planned_on() -> TestResult {
     std::fs::write(&path, cluster.to_string())?;
     let run = train(&["--cluster", path.to_str().ok_or("temp path is not UTF-8")?])?;
     assert_one_line_error(&run, Some(1), &["no configuration fits"]);
+    Ok(())
+}
+
+#[test]
+fn one_batch_trains_the_same_steps_on_one_device_and_under_dp2() -> TestResult {
+    if !have_adapter("one_batch_trains_the_same_steps_on_one_device_and_under_dp2")? {
+        return Ok(());
+    }
+    // Two sequences per step: one device accumulates both, dp2 gives one to each replica
+    // (--degrees dp2 defaults the batch to 2). Dropout stays on: its masks follow the rows.
+    let steps = ["--steps", "3", "--json"];
+    let one = train(&[&["--batch", "2"], &steps[..]].concat())?;
+    assert_eq!(one.code, Some(0), "{}", one.describe());
+    let dp2 = train(&[&["--devices", "2", "--degrees", "dp2-pp1-cp1"], &steps[..]].concat())?;
+    assert_eq!(dp2.code, Some(0), "{}", dp2.describe());
+    assert!(dp2.stderr.contains("planned dp2"), "{}", dp2.describe());
+    let want = step_losses(&one.stdout)?;
+    assert_eq!(want.len(), 3, "{}", one.describe());
+    assert_losses_close(
+        &step_losses(&dp2.stdout)?,
+        &want,
+        1e-4,
+        "dp2 against one device",
+    );
+    Ok(())
+}
+
+#[test]
+fn a_batch_the_run_cannot_take_is_refused() -> TestResult {
+    // Refused before any device work: no adapter needed.
+    let dir = tempfile::tempdir()?;
+    let plan = plan_cluster(dir.path(), &[0, 0], 8e9, Some("dp2-pp1-cp1"))?;
+    let cluster = dir.path().join("cluster-dp2-pp1-cp1.json");
+    let cluster = cluster.to_str().ok_or("temp path is not UTF-8")?;
+    let cases: [(&[&str], &[&str]); 5] = [
+        (&["--batch", "0"], &["--batch must be at least 1"]),
+        (
+            &["--batch", "5"],
+            &["batch of 5 sequences", "4 sequence(s)"],
+        ),
+        (
+            &["--degrees", "dp8-pp1-cp1"],
+            &["batch of 8 sequences", "4 sequence(s)"],
+        ),
+        (
+            &["--plan", &plan, "--devices", "2", "--batch", "2"],
+            &["the plan runs 4 sequence(s) per step", "--batch asks 2"],
+        ),
+        (
+            &[
+                "--cluster",
+                cluster,
+                "--degrees",
+                "dp2-pp1-cp1",
+                "--batch",
+                "3",
+            ],
+            &["dp dividing the 3 sequences of a step"],
+        ),
+    ];
+    for (args, needles) in cases {
+        assert_one_line_error(&train(args)?, Some(1), needles);
+    }
     Ok(())
 }

@@ -115,13 +115,19 @@ fn logical_for(
     devices.or_else(|| (from_cluster && adapters() < planned).then_some(planned))
 }
 
-/// The model spec of this run, as the planner sees it, with the figures of its sequences
-/// measured from the graph: pairs and edges per node, and the halos of CP degrees up to
-/// `max_cp` (hops scope).
+/// The sequences the graph is cut into at `seq_len` nodes each.
+pub fn sequence_count(graph: &Graph, seq_len: usize) -> usize {
+    graph.num_nodes().div_ceil(seq_len).max(1)
+}
+
+/// The model spec of this run, as the planner sees it, with `batch` sequences per step and
+/// the figures of its sequences measured from the graph: pairs and edges per node, and the
+/// halos of CP degrees up to `max_cp` (hops scope).
 pub fn model_spec(
     graph: &Graph,
     options: &TrainOptions,
     max_cp: usize,
+    batch: usize,
 ) -> anyhow::Result<ModelSpec> {
     let config = options.model_config(graph);
     let degrees: Vec<usize> = (2..=max_cp).collect();
@@ -136,7 +142,7 @@ pub fn model_spec(
         features: config.features,
         classes: config.classes,
         seq_len: options.seq_len.min(graph.num_nodes()),
-        num_sequences: graph.num_nodes().div_ceil(options.seq_len).max(1),
+        num_sequences: batch,
         max_distance: config.max_distance as usize,
         bytes_per_element: 4,
         scope: config.scope,

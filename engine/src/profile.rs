@@ -2,8 +2,10 @@
 //! embedding-gather throughput, memory bandwidth, and the host-staged copy link between
 //! devices.
 
-use burn::tensor::{Distribution, Int, Tensor, TensorData};
-use megagraph_planner::{ClusterSpec, DeviceSpec, Link, SCHEMA_VERSION};
+use std::collections::HashMap;
+
+use burn::tensor::{Distribution, Int, Tensor, TensorData, backend::Backend};
+use megagraph_planner::{ClusterSpec, DeviceSpec, Link, Overhead, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
 use burn::backend::wgpu::WgpuDevice;
@@ -11,10 +13,12 @@ use burn::backend::wgpu::WgpuDevice;
 use crate::{
     EngineError,
     device::{
-        AdapterSelector, AdapterSummary, WgpuBackend, declare_adapters, describe_adapter,
-        list_adapters, open_wgpu,
+        AdapterSelector, AdapterSummary, WgpuAutodiff, WgpuBackend, declare_adapters,
+        describe_adapter, list_adapters, open_wgpu,
     },
+    graph::{SbmParams, sbm},
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
+    model::{GraphTransformer, HostSequence, ModelConfig},
     timing::best_seconds,
 };
 
@@ -58,9 +62,11 @@ pub struct DeviceMeasurement {
     pub embedding_bytes_per_second: Vec<SizedRate>,
     /// Elementwise read + write, bytes/s (the planner's `mem_bandwidth`).
     pub mem_bandwidth: f64,
-    /// Seconds one kernel dispatch costs beyond its work (the planner's `launch_latency`).
-    #[serde(default)]
-    pub launch_latency: f64,
+    /// What a transformer layer's forward and backward over one sequence cost beyond their
+    /// arithmetic, fixed and per row (the planner's `layer_overhead`; see `overheads`).
+    pub layer_overhead: Overhead,
+    /// The same for the embedding and head together (the planner's `end_overhead`).
+    pub end_overhead: Overhead,
     /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
     /// (they share the adapter's compute). The planner's `flops` is the rate of a device alone
     /// on the adapter, which it divides among the devices a plan keeps busy: the lower of
@@ -170,20 +176,62 @@ fn mem_bandwidth(device: &WgpuDevice) -> f64 {
     (2 * len * 4) as f64 / seconds
 }
 
-/// Seconds per kernel dispatch: a chain of one-element additions (one kernel each) read back
-/// once, the time of 65 less that of one, over 64.
-fn launch_latency(device: &WgpuDevice) -> f64 {
-    let one = Tensor::<WgpuBackend, 1>::zeros([1], device);
-    let chain = |kernels: usize| {
+/// Sequence lengths at which [`overheads`] times the model, far apart so that the part that
+/// grows with the rows stands out of the timing noise.
+const OVERHEAD_NODES: [usize; 2] = [64, 512];
+
+/// Layer counts at which [`overheads`] times the model: a layer is the difference over
+/// their difference.
+const OVERHEAD_LAYERS: [usize; 2] = [1, 5];
+
+/// What the engine's model costs on `device` beyond its arithmetic, per transformer layer and
+/// for the embedding and head together (forward and backward over one sequence): kernel
+/// dispatch, autodiff bookkeeping and burn's small element-wise kernels, on the host and on
+/// the device. Timed on the model itself (dropout on, as in training) at width 8, at 1 and 5
+/// layers (a layer is a quarter of the difference, the ends the rest of the 1-layer time) and
+/// at two sequence lengths (fixed part and part per row); a layer's attention arithmetic at
+/// the device's measured `attention_rate` (FLOP/s) is taken off, the rest of the arithmetic
+/// of a width-8 model being negligible.
+fn overheads(device: &WgpuDevice, attention_rate: f64) -> (Overhead, Overhead) {
+    let [short, long] = OVERHEAD_NODES;
+    let [few, many] = OVERHEAD_LAYERS;
+    let (hidden, heads) = (8, 2);
+    let graph = sbm(&SbmParams::new(long, 3, 0)).expect("a small SBM graph always generates");
+    let time = |nodes: usize, layers: usize| {
+        let config = ModelConfig {
+            hidden,
+            heads,
+            ffn_hidden: 2 * hidden,
+            layers,
+            ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+        };
+        let host = HostSequence::new(&graph, (0..nodes as u32).collect(), &config);
+        let seq = host.to_device::<WgpuAutodiff>(&graph, &config, device);
+        let model = GraphTransformer::<WgpuAutodiff>::new(&config, device);
         best_seconds(|| {
-            let mut x = one.clone();
-            for _ in 0..kernels {
-                x = x + 1.0;
-            }
-            let _ = x.into_data();
+            let _gradients = model.forward(&seq).sum().backward();
+            // Timing only: a failed sync surfaces in the training that follows.
+            let _ = WgpuBackend::sync(device);
         })
     };
-    ((chain(65) - chain(1)) / 64.0).max(0.0)
+    // (per layer beyond its attention arithmetic, ends) at `nodes`.
+    let split = |nodes: usize| {
+        let (one, more) = (time(nodes, few), time(nodes, many));
+        let layer = ((more - one) / (many - few) as f64).max(0.0);
+        // Forward + backward attention FLOPs, counted as `attention_flops` counts them.
+        let arithmetic = 14.0 * (nodes * nodes * hidden) as f64 / attention_rate;
+        let ends = (one - few as f64 * layer).max(0.0);
+        ((layer - arithmetic).max(0.0), ends)
+    };
+    let (at_short, at_long) = (split(short), split(long));
+    let line = |a: f64, b: f64| {
+        let per_row = ((b - a) / (long - short) as f64).max(0.0);
+        Overhead {
+            fixed: (a - per_row * short as f64).max(0.0),
+            per_row,
+        }
+    };
+    (line(at_short.0, at_long.0), line(at_short.1, at_long.1))
 }
 
 /// What a measured device shares with the others (the planner divides its rates among the
@@ -268,6 +316,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         .collect::<Result<Vec<_>, _>>()?;
     let mut specs = Vec::new();
     let mut measurements = Vec::new();
+    let mut overheads_of = HashMap::new();
     for (done, ((adapter, name), device)) in targets.iter().zip(&devices).enumerate() {
         task.advance(done as u64, targets.len() as u64);
         let memory = match options.device_memory {
@@ -285,15 +334,22 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                 )));
             }
         };
+        let attention = series(&[256, 1024], |seq| attention_flops(device, seq));
+        // Measured once per adapter: logical devices of one adapter run the same code on the
+        // same hardware, and a second measurement would only add noise between them.
+        let (layer_overhead, end_overhead) = *overheads_of
+            .entry(adapter.id.clone())
+            .or_insert_with(|| overheads(device, best(&attention)));
         let measured = DeviceMeasurement {
             name: name.clone(),
-            attention_flops: series(&[256, 1024], |seq| attention_flops(device, seq)),
+            attention_flops: attention,
             matmul_flops: series(&[512, 4096], |rows| matmul_flops(device, rows)),
             embedding_bytes_per_second: series(&[1 << 12, 1 << 16], |n| {
                 embedding_bytes_per_second(device, n)
             }),
             mem_bandwidth: mem_bandwidth(device),
-            launch_latency: launch_latency(device),
+            layer_overhead,
+            end_overhead,
             shared_attention_flops: None,
         };
         specs.push(DeviceSpec {
@@ -309,7 +365,8 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                     .min(adapter.max_buffer_size) as f64,
             ),
             hardware: shared_hardware(adapter, targets.len(), software, options),
-            launch_latency: Some(measured.launch_latency),
+            layer_overhead: Some(measured.layer_overhead),
+            end_overhead: Some(measured.end_overhead),
         });
         measurements.push(measured);
     }

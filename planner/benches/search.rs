@@ -54,7 +54,8 @@ fn cluster(nodes: usize, kinds: usize) -> ClusterSpec {
                 adapter: None,
                 max_buffer_bytes: None,
                 hardware: None,
-                launch_latency: None,
+                layer_overhead: None,
+                end_overhead: None,
             });
         }
         for a in 0..8 {

@@ -2,9 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::best::Best;
 use crate::cost::predict;
-use crate::enumerate::micro_batchings;
+use crate::enumerate::micro_batching;
 use crate::grid::Grid;
 use crate::{ClusterSpec, Degrees, ModelSpec, ParallelConfig, PlannerError};
 
@@ -28,7 +27,7 @@ pub struct Baseline {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Baselines {
-    /// One replica per device (at most one per sequence).
+    /// One replica per device, as many as divide the step's sequences.
     pub pure_dp: Baseline,
     /// One stage per device (at most one per layer), equal layers (earlier stages take the
     /// remainder).
@@ -43,7 +42,7 @@ impl Baselines {
         let n = cluster.devices.len();
         let baseline = |dp, pp, cp| uniform(cluster, model, Degrees { dp, pp, cp });
         Baselines {
-            pure_dp: baseline(n.min(model.num_sequences), 1, 1),
+            pure_dp: baseline(most_replicas(n, model.num_sequences), 1, 1),
             uniform_pp: baseline(1, n.min(model.layers), 1),
             uniform_cp: baseline(1, 1, n.min(model.seq_len)),
         }
@@ -57,6 +56,15 @@ impl Baselines {
             ("uniform CP", &self.uniform_cp),
         ]
     }
+}
+
+/// The most replicas of a step's `sequences` on `devices`: the largest divisor of
+/// `sequences` not above `devices` (each replica runs the same number of sequences).
+fn most_replicas(devices: usize, sequences: usize) -> usize {
+    (1..=devices.min(sequences))
+        .rev()
+        .find(|dp| sequences.is_multiple_of(*dp))
+        .unwrap_or(1)
 }
 
 /// `degrees` on devices `0, 1, …` of a cluster of `devices`, with equal layers (earlier
@@ -87,15 +95,9 @@ pub(crate) fn uniform_config(
 
 /// The uniform configuration of `degrees` with its best micro-batching.
 fn uniform(cluster: &ClusterSpec, model: &ModelSpec, degrees: Degrees) -> Baseline {
-    let mut best = Best::default();
-    for micro in micro_batchings(model, degrees.dp) {
-        let config = uniform_config(cluster.devices.len(), model, degrees, micro.count);
-        let prediction = predict(cluster, model, &config);
-        best.offer(&prediction, || (micro.count, prediction.clone()));
-    }
-    let (Ok((micro_batches, prediction)) | Err((micro_batches, prediction))) = best
-        .into_result()
-        .expect("every replica has at least one micro-batching");
+    let micro_batches = micro_batching(model, degrees.dp).count;
+    let config = uniform_config(cluster.devices.len(), model, degrees, micro_batches);
+    let prediction = predict(cluster, model, &config);
     Baseline {
         degrees,
         micro_batches,

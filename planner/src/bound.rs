@@ -3,8 +3,8 @@
 //!
 //! The argument: a step is `(m + pp − 1) · t_max + post ≥ (m + pp − 1) · t_max`, where `t_max`
 //! is the slowest device's micro-batch time (see `predict`). Every replica runs the whole
-//! model on `size` sequences per micro-batch, so its devices' FLOPs sum to at least
-//! `size · CostModel::sequence_flops(cp)` whatever the split and shares, and each device's
+//! model on one sequence per micro-batch, so its devices' FLOPs sum to at least
+//! `CostModel::sequence_flops(cp)` whatever the split and shares, and each device's
 //! time is at least its FLOPs over its FLOP/s (memory traffic and messages only add). The
 //! slowest device of a replica is no faster than the replica's FLOPs over its summed FLOP/s
 //! (a maximum is at least the FLOP/s-weighted mean), so `t_max` is at least that of the
@@ -26,8 +26,8 @@ use rustc_hash::FxHashMap;
 pub(crate) struct StepBound {
     /// `fastest[k]`: the summed FLOP/s of the `k` fastest devices.
     fastest: Vec<f64>,
-    /// `(β, δ)` of [`StepBound::layers`] by device class, `cp` and micro-batch size.
-    per_layer: RefCell<FxHashMap<(usize, usize, usize), PerLayer>>,
+    /// `(β, δ)` of [`StepBound::layers`] by device class and `cp`.
+    per_layer: RefCell<FxHashMap<(usize, usize), PerLayer>>,
 }
 
 /// `(β, δ)`: a device's per-layer attention, message-passing and FFN time at share 0, and
@@ -107,7 +107,7 @@ impl StepBound {
         cell: Cell,
         micro: Micro,
     ) -> PerLayer {
-        let key = (space.class_of(cell.device), grid.degrees.cp, micro.size);
+        let key = (space.class_of(cell.device), grid.degrees.cp);
         *self.per_layer.borrow_mut().entry(key).or_insert_with(|| {
             let place = Place {
                 cell,
@@ -130,7 +130,7 @@ impl StepBound {
 /// Relative slack of [`StepBound::layers`] for rounding.
 const ROUNDING: f64 = 1e-9;
 
-/// `(m + pp − 1) · size · sequence_flops(cp) / replica_flops`: the 1F1B step if a replica
+/// `(m + pp − 1) · sequence_flops(cp) / replica_flops`: the 1F1B step if a replica
 /// with `replica_flops` FLOP/s spread its FLOPs perfectly and did nothing else.
 fn pipelined_flop_time(
     cost: &CostModel,
@@ -139,7 +139,7 @@ fn pipelined_flop_time(
     replica_flops: f64,
 ) -> f64 {
     let factor = (micro.count + degrees.pp - 1) as f64;
-    factor * micro.size as f64 * cost.sequence_flops(degrees.cp) / replica_flops
+    factor * cost.sequence_flops(degrees.cp) / replica_flops
 }
 
 #[cfg(test)]
@@ -148,7 +148,7 @@ mod tests {
 
     use super::*;
     use crate::cost::predict;
-    use crate::enumerate::{all_degrees, micro_batchings};
+    use crate::enumerate::{all_degrees, micro_batching};
     use crate::stage::Layout;
     use crate::testing::{arb_cluster, arb_model};
 
@@ -161,20 +161,19 @@ mod tests {
         fn bounds_never_exceed_the_prediction(
             cluster in arb_cluster(6),
             model in arb_model(),
-            picks in prop::collection::vec(any::<prop::sample::Index>(), 3),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 2),
             order in Just((0..6).collect::<Vec<usize>>()).prop_shuffle(),
         ) {
             let cost = CostModel::new(&cluster, &model);
             let bound = StepBound::new(&cost);
             let degrees = all_degrees(cluster.devices.len(), &model);
             let degrees = degrees[picks[0].index(degrees.len())];
-            let micros = micro_batchings(&model, degrees.dp);
-            let micro = micros[picks[1].index(micros.len())];
+            let micro = micro_batching(&model, degrees.dp);
             let cells = order.into_iter().filter(|&d| d < cluster.devices.len());
             let grid = Grid { degrees, cells: cells.take(degrees.devices()).collect() };
             let layout = Layout::new(&cost, grid, None);
             let mut layers = vec![1; degrees.pp];
-            layers[picks[2].index(degrees.pp)] += model.layers - degrees.pp;
+            layers[picks[1].index(degrees.pp)] += model.layers - degrees.pp;
             let config = layout.config(&cost, &layers, micro);
             let step = predict(&cluster, &model, &config).step_seconds;
             let (of_grid, of_degrees) =

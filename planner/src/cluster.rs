@@ -51,9 +51,32 @@ pub struct DeviceSpec {
     /// `k` of the sharing devices busy gives each `1/k` of them. Absent: shares nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<String>,
-    /// Seconds one kernel dispatch costs beyond its work (absent: none counted).
+    /// Seconds a transformer layer's forward and backward over one sequence cost beyond its
+    /// FLOPs and memory traffic (kernel dispatch, autodiff bookkeeping, small element-wise
+    /// kernels), as a function of the device's rows (absent: none counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch_latency: Option<f64>,
+    pub layer_overhead: Option<Overhead>,
+    /// The same for the embedding and the head together, forward and backward (a stage with
+    /// one of them is charged half; absent: none counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_overhead: Option<Overhead>,
+}
+
+/// Seconds of overhead on one sequence: `fixed + per_row · rows`, for the rows a device holds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overhead {
+    /// Seconds whatever the rows.
+    pub fixed: f64,
+    /// Seconds per row.
+    pub per_row: f64,
+}
+
+impl Overhead {
+    /// The overhead over `rows` rows.
+    pub fn at(&self, rows: f64) -> f64 {
+        self.fixed + self.per_row * rows
+    }
 }
 
 /// Whether a process number is the default.
@@ -180,15 +203,25 @@ impl DeviceSpec {
                 });
             }
         }
-        let latency = self.launch_latency.unwrap_or(0.0);
-        if !(latency.is_finite() && latency >= 0.0) {
-            return Err(PlannerError::Device {
-                index,
-                name: self.name.clone(),
-                field: "launch_latency",
-                rule: ">= 0",
-                value: latency,
-            });
+        let overheads = [
+            ("layer_overhead", self.layer_overhead),
+            ("end_overhead", self.end_overhead),
+        ];
+        for (field, overhead) in overheads {
+            let Some(Overhead { fixed, per_row }) = overhead else {
+                continue;
+            };
+            for value in [fixed, per_row] {
+                if !(value.is_finite() && value >= 0.0) {
+                    return Err(PlannerError::Device {
+                        index,
+                        name: self.name.clone(),
+                        field,
+                        rule: ">= 0",
+                        value,
+                    });
+                }
+            }
         }
         Ok(())
     }

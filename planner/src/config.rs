@@ -115,7 +115,8 @@ pub struct ParallelConfig {
     /// sequence's nodes in its CP shard; 0 for unused devices. Each (replica, stage) group
     /// sums to 1.
     pub node_shares: Vec<f64>,
-    /// Micro-batches per replica per step (1F1B schedule; gradient accumulation when pp = 1).
+    /// Micro-batches per replica per step, one sequence each (1F1B schedule; gradient
+    /// accumulation when pp = 1): `dp × micro_batches` is the model's `num_sequences`.
     pub micro_batches: usize,
 }
 
@@ -127,8 +128,8 @@ impl ParallelConfig {
 
     /// Checks the configuration against a cluster and model: its shape (see
     /// [`ParallelConfig::check_shape`]), device indices, layers `0..model.layers`, replicas
-    /// no more than sequences, shards no more than nodes, micro-batches no more than the
-    /// sequences of a replica.
+    /// no more than sequences, shards no more than nodes, `dp × micro_batches` the sequences
+    /// of a step (one sequence per micro-batch, as the engine runs them).
     pub fn validate(&self, cluster: &ClusterSpec, model: &ModelSpec) -> Result<(), PlannerError> {
         let count = cluster.devices.len();
         if self.node_shares.len() != count {
@@ -158,11 +159,10 @@ impl ParallelConfig {
                 model.seq_len
             )));
         }
-        let per_replica = model.num_sequences.div_ceil(dp);
-        if self.micro_batches > per_replica {
+        if dp * self.micro_batches != model.num_sequences {
             return Err(PlannerError::Config(format!(
-                "micro_batches {} exceeds the {per_replica} sequences of a replica",
-                self.micro_batches
+                "dp {dp} × micro_batches {} is not the {} sequences of a step (num_sequences)",
+                self.micro_batches, model.num_sequences
             )));
         }
         Ok(())

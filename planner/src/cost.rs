@@ -1,10 +1,11 @@
 //! The cost model: predicted time of one training step and peak memory per device, term by
 //! term. The modelling conventions are documented on [`predict`].
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::balance::Affine;
-use crate::cluster::Link;
+use crate::cluster::{Link, Overhead};
 use crate::grid::{Cell, Grid};
 use crate::{AttentionScope, ClusterSpec, Degrees, ModelSpec, ParallelConfig, PlannerError};
 
@@ -26,15 +27,6 @@ const DEGREE_INDEX_BYTES: f64 = 4.0;
 const PAIR_INDEX_BYTES: f64 = 14.0;
 /// Bytes of a pair in the largest array of the near-pair index: its key (one u32).
 const PAIR_KEY_BYTES: f64 = 4.0;
-/// Kernels the engine dispatches for one transformer layer over one sequence, forward and
-/// backward, counted from its ops: about 60 forward (two layer norms of ten element-wise
-/// kernels each, the fused Q/K/V, output, message-passing and FFN projections with their bias
-/// additions, the attention and propagation kernels, layout copies, three dropouts, GELU,
-/// residual additions), twice that backward.
-const LAUNCHES_PER_LAYER: f64 = 180.0;
-/// Kernels of the embedding (first stage) or of the norm, head and logit propagation (last
-/// stage) over one sequence, forward and backward.
-const LAUNCHES_PER_END: f64 = 45.0;
 /// Steps of the engine's personalised-PageRank propagation of the logits (APPNP).
 const PROPAGATION_STEPS: f64 = 10.0;
 /// Relative slack when comparing a predicted peak with a device's memory, so that shares
@@ -65,10 +57,11 @@ pub struct TimeBreakdown {
     pub ring_exchange: f64,
     /// Activations and their gradients to and from the neighbouring pipeline stages.
     pub stage_transfer: f64,
-    /// Kernel dispatches: the device's launch latency times the kernels the engine
-    /// dispatches for its layers, embedding and head, forward and backward.
+    /// What the device's layers, embedding and head cost beyond their FLOPs and memory
+    /// traffic: its profiled overheads at its rows (kernel dispatch, autodiff bookkeeping,
+    /// small element-wise kernels), forward and backward.
     #[serde(default)]
-    pub launches: f64,
+    pub overhead: f64,
     /// 1F1B fill and drain, and waiting for slower devices.
     pub pipeline_wait: f64,
     /// Gradient all-reduce over the stage's `dp · cp` devices.
@@ -87,7 +80,7 @@ impl TimeBreakdown {
             + self.head
             + self.ring_exchange
             + self.stage_transfer
-            + self.launches
+            + self.overhead
             + self.pipeline_wait
             + self.grad_allreduce
             + self.optimizer
@@ -103,7 +96,7 @@ impl TimeBreakdown {
             head: self.head * factor,
             ring_exchange: self.ring_exchange * factor,
             stage_transfer: self.stage_transfer * factor,
-            launches: self.launches * factor,
+            overhead: self.overhead * factor,
             pipeline_wait: self.pipeline_wait * factor,
             grad_allreduce: self.grad_allreduce * factor,
             optimizer: self.optimizer * factor,
@@ -271,7 +264,7 @@ impl Prediction {
 pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig) -> Prediction {
     let cost = CostModel::new(cluster, model);
     let pp = config.degrees.pp;
-    let micro = Micro::of(config, model);
+    let micro = Micro::of(config);
     struct Busy {
         device: usize,
         micro_batch: TimeBreakdown,
@@ -344,27 +337,19 @@ pub fn predict(cluster: &ClusterSpec, model: &ModelSpec, config: &ParallelConfig
     }
 }
 
-/// How a replica's sequences are split into micro-batches.
+/// A replica's micro-batches in a step: one sequence each, as the engine runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Micro {
-    /// Micro-batches per step.
+    /// Micro-batches (sequences) per replica per step.
     pub count: usize,
-    /// Sequences per micro-batch (the last one may hold fewer; it is charged in full).
-    pub size: usize,
 }
 
 impl Micro {
-    /// `count` micro-batches over the `⌈num_sequences / dp⌉` sequences of a replica.
-    pub fn new(count: usize, model: &ModelSpec, dp: usize) -> Self {
-        let per_replica = model.num_sequences.div_ceil(dp);
-        Micro {
-            count,
-            size: per_replica.div_ceil(count),
-        }
-    }
     /// The micro-batching of a configuration.
-    pub fn of(config: &ParallelConfig, model: &ModelSpec) -> Self {
-        Micro::new(config.micro_batches, model, config.degrees.dp)
+    pub fn of(config: &ParallelConfig) -> Self {
+        Micro {
+            count: config.micro_batches,
+        }
     }
 }
 
@@ -450,20 +435,39 @@ impl<'a> CostModel<'a> {
         }
     }
 
-    /// For every device of the cluster, how many of the devices `used` share its hardware
-    /// (itself counted once, used or not): the divisor of its rates under a plan that keeps
-    /// `used` busy.
-    pub fn sharing(&self, used: &[usize]) -> Vec<f64> {
+    /// For every device of the cluster, the divisor of its rates under `grid` with `micro`:
+    /// itself (used or not), plus every other device of the grid on its hardware, weighted
+    /// by how much of the time both compute at once. Devices of one stage run in lockstep
+    /// (weight 1); devices of different stages overlap only while the 1F1B pipeline is full,
+    /// `(m − 1) / (m + pp − 1)` of the step (none with one micro-batch, when the stages take
+    /// turns).
+    pub fn sharing(&self, grid: &Grid, micro: Micro) -> Vec<f64> {
+        let Degrees { dp, pp, cp } = grid.degrees;
+        let mut stage_of = vec![None; self.hardware.len()];
         let mut busy = vec![0usize; self.hardware.len()];
-        let mut is_used = vec![false; self.hardware.len()];
-        for &d in used {
-            busy[self.hardware[d]] += 1;
-            is_used[d] = true;
+        let mut busy_in_stage = FxHashMap::<(usize, usize), usize>::default();
+        for r in 0..dp {
+            for s in 0..pp {
+                for c in 0..cp {
+                    let d = grid.at(r, s, c);
+                    stage_of[d] = Some(s);
+                    busy[self.hardware[d]] += 1;
+                    *busy_in_stage.entry((self.hardware[d], s)).or_default() += 1;
+                }
+            }
         }
+        let m = micro.count as f64;
+        let overlap = (m - 1.0) / (m + pp as f64 - 1.0);
         (0..self.hardware.len())
             .map(|d| {
-                let others = busy[self.hardware[d]] - usize::from(is_used[d]);
-                (others + 1) as f64
+                let all = busy[self.hardware[d]] as f64;
+                match stage_of[d] {
+                    Some(s) => {
+                        let lockstep = busy_in_stage[&(self.hardware[d], s)] as f64;
+                        lockstep + overlap * (all - lockstep)
+                    }
+                    None => 1.0 + all,
+                }
             })
             .collect()
     }
@@ -479,8 +483,8 @@ impl<'a> CostModel<'a> {
     pub fn places(&self, config: &ParallelConfig) -> Vec<Place> {
         let grid = Grid::of(config);
         let Degrees { dp, cp, .. } = config.degrees;
-        let micro = Micro::of(config, self.model);
-        let sharing = self.sharing(&grid.cells);
+        let micro = Micro::of(config);
+        let sharing = self.sharing(&grid, micro);
         let mut places = Vec::with_capacity(config.degrees.devices());
         for (s, stage) in config.stages.iter().enumerate() {
             let reduce = self.group_link(&grid.stage_devices(s));
@@ -576,7 +580,6 @@ impl<'a> CostModel<'a> {
         let run = |flops: f64, bytes: f64| PASSES * (flops / rate + bytes / bandwidth);
         let seq = model.seq_len as f64;
         let rows = share * seq;
-        let seqs = place.micro.size as f64;
         let b = model.bytes_per_element as f64;
         let h = model.hidden as f64;
         let f = model.ffn_hidden as f64;
@@ -587,29 +590,25 @@ impl<'a> CostModel<'a> {
         // Q and output projections of the rows and tokens, K and V of the key table (the
         // engine projects every key row on every shard), scores and weighted sums of the
         // pairs, and the tokens' attention over the device's rows.
-        let attention_flops = seqs
-            * (4.0 * h * h * (rows + tokens)
-                + 4.0 * h * h * (keys + tokens)
-                + 4.0 * h * rows * pairs
-                + 4.0 * h * tokens * rows);
+        let attention_flops = 4.0 * h * h * (rows + tokens)
+            + 4.0 * h * h * (keys + tokens)
+            + 4.0 * h * rows * pairs
+            + 4.0 * h * tokens * rows;
         let pair_bytes = match model.scope {
             AttentionScope::Full => rows * seq,
             // A pair reads its key's K and V rows and its index entries.
             AttentionScope::Hops { .. } => rows * pairs * (2.0 * h * b + PAIR_INDEX_BYTES),
         };
-        let attention_bytes = b * 4.0 * h * h
-            + seqs * (b * (rows + tokens) * 8.0 * h + b * 2.0 * keys * h + pair_bytes);
+        let attention_bytes =
+            b * 4.0 * h * h + b * (rows + tokens) * 8.0 * h + b * 2.0 * keys * h + pair_bytes;
         let edges = model.edges_per_node.max(1.0);
-        let message_flops = seqs * rows * (2.0 * h * h + 2.0 * edges * h);
-        let message_bytes = b * h * h + seqs * rows * (edges * (h * b + 8.0) + 2.0 * h * b);
-        let ffn_flops = seqs * (rows + tokens) * 4.0 * h * f;
-        let ffn_bytes = b * 2.0 * h * f + seqs * b * (rows + tokens) * (4.0 * h + 2.0 * f);
+        let message_flops = rows * (2.0 * h * h + 2.0 * edges * h);
+        let message_bytes = b * h * h + rows * (edges * (h * b + 8.0) + 2.0 * h * b);
+        let ffn_flops = (rows + tokens) * 4.0 * h * f;
+        let ffn_bytes = b * 2.0 * h * f + b * (rows + tokens) * (4.0 * h + 2.0 * f);
         let embedding = if place.first_stage() {
             let fe = model.features as f64;
-            run(
-                seqs * rows * 2.0 * fe * h,
-                b * fe * h + seqs * b * rows * (fe + 3.0 * h),
-            )
+            run(rows * 2.0 * fe * h, b * fe * h + b * rows * (fe + 3.0 * h))
         } else {
             0.0
         };
@@ -617,8 +616,8 @@ impl<'a> CostModel<'a> {
             let c = model.classes as f64;
             let propagation = PROPAGATION_STEPS * 2.0 * edges * c;
             run(
-                seqs * rows * (2.0 * h * c + propagation),
-                b * h * c + seqs * b * rows * (2.0 * h + 2.0 * c),
+                rows * (2.0 * h * c + propagation),
+                b * h * c + b * rows * (2.0 * h + 2.0 * c),
             )
         } else {
             0.0
@@ -632,20 +631,22 @@ impl<'a> CostModel<'a> {
             // the shards of a group in step before each backward (an all-gather of nothing
             // around the ring).
             let barrier = (place.degrees.cp - 1) as f64 * link.latency;
-            seqs * 2.0 * (messages * link.latency + bytes / link.bandwidth) + barrier
+            2.0 * (messages * link.latency + bytes / link.bandwidth) + barrier
         });
         let stage_transfer = [place.cell.prev, place.cell.next]
             .into_iter()
             .flatten()
             .map(|other| {
                 let link = self.link(other, place.cell.device);
-                2.0 * (link.latency + seqs * (rows + tokens) * h * b / link.bandwidth)
+                2.0 * (link.latency + (rows + tokens) * h * b / link.bandwidth)
             })
             .fold(0.0, |sum, t| sum + t);
         let ends = f64::from(u8::from(place.first_stage()) + u8::from(place.last_stage()));
-        let launch = device.launch_latency.unwrap_or(0.0);
+        // The overhead runs on the hardware the device shares, like its kernels.
+        let overhead = |o: Option<Overhead>| place.sharing * o.map_or(0.0, |o| o.at(rows + tokens));
         TimeBreakdown {
-            launches: seqs * launch * (layers * LAUNCHES_PER_LAYER + ends * LAUNCHES_PER_END),
+            overhead: layers * overhead(device.layer_overhead)
+                + ends / 2.0 * overhead(device.end_overhead),
             attention: layers * run(attention_flops, attention_bytes),
             message_passing: layers * run(message_flops, message_bytes),
             ffn: layers * run(ffn_flops, ffn_bytes),
@@ -662,7 +663,6 @@ impl<'a> CostModel<'a> {
     pub fn micro_batch_sent_bytes(&self, place: &Place, share: f64) -> f64 {
         let model = self.model;
         let (b, h) = (model.bytes_per_element as f64, model.hidden as f64);
-        let seqs = place.micro.size as f64;
         let rows = share * model.seq_len as f64;
         let tokens = model.global_tokens as f64;
         let exchange = if place.degrees.cp > 1 {
@@ -674,17 +674,17 @@ impl<'a> CostModel<'a> {
             let others = (place.degrees.cp - 1) as f64;
             let head_dim = (model.hidden / model.heads) as f64;
             let token_partials = tokens * model.heads as f64 * (head_dim + 1.0);
-            seqs * (self.exchanges(place).1 * 2.0 * self.exchanged_rows(place, share) * h * b
-                + place.layers as f64 * 2.0 * others * token_partials * F32_BYTES)
+            self.exchanges(place).1 * 2.0 * self.exchanged_rows(place, share) * h * b
+                + place.layers as f64 * 2.0 * others * token_partials * F32_BYTES
         } else {
             0.0
         };
         let mut transfers = 0.0;
         if place.cell.next.is_some() {
-            transfers += seqs * (rows + tokens) * h * b;
+            transfers += (rows + tokens) * h * b;
         }
         if place.cell.prev.is_some() {
-            transfers += seqs * (rows + tokens) * h * b;
+            transfers += (rows + tokens) * h * b;
         }
         exchange + transfers
     }
@@ -729,8 +729,7 @@ impl<'a> CostModel<'a> {
         let seq = model.seq_len as f64;
         let rows = share * seq;
         let tokens = model.global_tokens as f64;
-        let in_flight = place.micro.count.min(place.degrees.pp - place.cell.stage) as f64;
-        let sequences = in_flight * place.micro.size as f64;
+        let sequences = place.micro.count.min(place.degrees.pp - place.cell.stage) as f64;
         let (h, f) = (model.hidden as f64, model.ffn_hidden as f64);
         // Saved per row and layer: block input, LN1 output, Q, attention output, residual sum,
         // LN2 output, the message-passing product (7·hidden), FFN pre- and post-activation
@@ -828,7 +827,7 @@ mod tests {
 
     use super::*;
     use crate::baseline::uniform_config;
-    use crate::enumerate::all_degrees;
+    use crate::enumerate::{all_degrees, micro_batching};
     use crate::testing::{arb_cluster, arb_model, cluster, device, model};
     use crate::{DeviceSpec, PairLink, Stage};
 
@@ -914,8 +913,19 @@ mod tests {
         );
         let model = model(2, 1024, 2);
         let cost = CostModel::new(&spec, &model);
-        assert_eq!(cost.sharing(&[0, 1, 3]), [2.0, 2.0, 3.0, 1.0]);
-        assert_eq!(cost.sharing(&[3]), [1.0, 1.0, 1.0, 1.0]);
+        let grid = |degrees: &str, cells: &[usize]| Grid {
+            degrees: degrees.parse().expect("degrees parse"),
+            cells: cells.to_vec(),
+        };
+        let one = Micro { count: 1 };
+        let cp3 = grid("dp1-pp1-cp3", &[0, 1, 3]);
+        assert_eq!(cost.sharing(&cp3, one), [2.0, 2.0, 3.0, 1.0]);
+        assert_eq!(cost.sharing(&grid("dp1-pp1-cp1", &[3]), one), [1.0; 4]);
+        // Two stages on one hardware: with one micro-batch they take turns; with three they
+        // overlap (3 − 1) / (3 + 2 − 1) of the step.
+        let pp2 = grid("dp1-pp2-cp1", &[0, 1]);
+        assert_eq!(cost.sharing(&pp2, one), [1.0, 1.0, 3.0, 1.0]);
+        assert_eq!(cost.sharing(&pp2, Micro { count: 3 }), [1.5, 1.5, 3.0, 1.0]);
         // dp2 over two shared devices: each computes at half its rate; over one shared
         // device and the lone one: both at full rate.
         let dp2 = Degrees {
@@ -971,10 +981,12 @@ mod tests {
     }
 
     #[test]
-    fn launches_cost_the_latency_of_every_kernel_dispatched() {
+    fn overheads_cost_their_fixed_part_and_rows_per_layer_and_end() {
+        let overhead = |fixed, per_row| Some(Overhead { fixed, per_row });
         let spec = cluster(
             vec![DeviceSpec {
-                launch_latency: Some(1e-5),
+                layer_overhead: overhead(1e-3, 1e-6),
+                end_overhead: overhead(4e-3, 2e-6),
                 ..device("a", 1e12, 1e13, 1e12)
             }],
             (1e9, 0.0),
@@ -987,12 +999,12 @@ mod tests {
             cp: 1,
         };
         let prediction = predict(&spec, &model, &uniform_config(1, &model, one, 2));
-        // Two micro-batches of one sequence: three layers, the embedding and the head each.
-        let expected = 2.0 * 1e-5 * (3.0 * LAUNCHES_PER_LAYER + 2.0 * LAUNCHES_PER_END);
-        let launches = prediction.devices[0].time.launches;
+        // Two micro-batches of one 256-row sequence: three layers, and both ends.
+        let expected = 2.0 * (3.0 * (1e-3 + 256e-6) + (4e-3 + 512e-6));
+        let charged = prediction.devices[0].time.overhead;
         assert!(
-            (launches / expected - 1.0).abs() < 1e-12,
-            "{launches} vs {expected}"
+            (charged / expected - 1.0).abs() < 1e-12,
+            "{charged} vs {expected}"
         );
     }
 
@@ -1036,7 +1048,7 @@ mod tests {
     fn one_f_one_b_step_is_paced_by_the_slowest_stage() {
         let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
         let spec = cluster(devices, (1e10, 1e-5), vec![]);
-        let model = model(4, 512, 8);
+        let model = model(4, 512, 4);
         let config = uniform_config(
             2,
             &model,
@@ -1050,7 +1062,7 @@ mod tests {
         let prediction = predict(&spec, &model, &config);
         let cost = CostModel::new(&spec, &model);
         let grid = Grid::of(&config);
-        let micro = Micro::new(4, &model, 1);
+        let micro = Micro { count: 4 };
         let slowest = (0..2)
             .map(|s| {
                 let place = Place {
@@ -1083,11 +1095,10 @@ mod tests {
             model in arb_model(),
             pick in any::<prop::sample::Index>(),
             longer in 1usize..4096,
-            micro_batches in 1usize..4,
         ) {
             let degrees = all_degrees(cluster.devices.len(), &model);
             let degrees = degrees[pick.index(degrees.len())];
-            let micro_batches = micro_batches.min(model.num_sequences.div_ceil(degrees.dp));
+            let micro_batches = micro_batching(&model, degrees.dp).count;
             let config = uniform_config(cluster.devices.len(), &model, degrees, micro_batches);
             let long = ModelSpec { seq_len: model.seq_len + longer, ..model.clone() };
             let short = predict(&cluster, &model, &config);

@@ -1,4 +1,4 @@
-//! The search space: degrees, micro-batchings and device grids.
+//! The search space: degrees, their micro-batching and device grids.
 //!
 //! Grids are enumerated up to symmetry. Two devices are interchangeable when swapping them
 //! changes nothing the cost model sees: same figures, same link to every other device (such
@@ -15,11 +15,12 @@ use crate::{Degrees, Link, ModelSpec};
 /// Largest number of symmetry-distinct grids enumerated for one choice of degrees.
 pub(crate) const EXACT_GRID_BUDGET: f64 = 2_000.0;
 
-/// Every `(dp, pp, cp)` with `dp·pp·cp ≤ devices`, `dp ≤ num_sequences`, `pp ≤ layers`,
-/// `cp ≤ seq_len`; more devices first.
+/// Every `(dp, pp, cp)` with `dp·pp·cp ≤ devices`, `dp` dividing `num_sequences` (the
+/// sequences of a step), `pp ≤ layers`, `cp ≤ seq_len`; more devices first.
 pub(crate) fn all_degrees(devices: usize, model: &ModelSpec) -> Vec<Degrees> {
     let mut all = Vec::new();
-    for dp in 1..=devices.min(model.num_sequences) {
+    let divides = |dp: &usize| model.num_sequences.is_multiple_of(*dp);
+    for dp in (1..=devices.min(model.num_sequences)).filter(divides) {
         for pp in 1..=(devices / dp).min(model.layers) {
             for cp in 1..=(devices / (dp * pp)).min(model.seq_len) {
                 all.push(Degrees { dp, pp, cp });
@@ -30,14 +31,12 @@ pub(crate) fn all_degrees(devices: usize, model: &ModelSpec) -> Vec<Degrees> {
     all
 }
 
-/// Micro-batchings worth trying for `dp` replicas: for each micro-batch size the fewest
-/// micro-batches that cover a replica's sequences (more of the same size only cost time).
-pub(crate) fn micro_batchings(model: &ModelSpec, dp: usize) -> Vec<Micro> {
-    let per_replica = model.num_sequences.div_ceil(dp);
-    (1..=per_replica)
-        .map(|count| Micro::new(count, model, dp))
-        .filter(|m| per_replica.div_ceil(m.size) == m.count)
-        .collect()
+/// The micro-batching of `dp` replicas: the engine runs one sequence per micro-batch, so a
+/// replica runs `num_sequences / dp` of them per step (`dp` divides the step's sequences).
+pub(crate) fn micro_batching(model: &ModelSpec, dp: usize) -> Micro {
+    Micro {
+        count: model.num_sequences / dp,
+    }
 }
 
 /// Classes of interchangeable devices, each in index order, ordered by first index.
@@ -51,7 +50,8 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
             && x.mem_bandwidth == y.mem_bandwidth
             && x.max_buffer_bytes == y.max_buffer_bytes
             && x.hardware == y.hardware
-            && x.launch_latency == y.launch_latency
+            && x.layer_overhead == y.layer_overhead
+            && x.end_overhead == y.end_overhead
             && (0..n)
                 .filter(|&w| w != a && w != b)
                 .all(|w| cost.link(a, w) == cost.link(b, w))
@@ -415,13 +415,14 @@ mod tests {
     }
 
     #[test]
-    fn micro_batchings_skip_dominated_counts() {
-        let sizes: Vec<(usize, usize)> = micro_batchings(&model(2, 64, 5), 1)
-            .iter()
-            .map(|m| (m.count, m.size))
-            .collect();
-        // 4 micro-batches of 2 would cover 5 sequences no better than 3 of 2.
-        assert_eq!(sizes, vec![(1, 5), (2, 3), (3, 2), (5, 1)]);
+    fn replicas_divide_a_step_and_run_one_sequence_per_micro_batch() {
+        let model = model(2, 64, 6);
+        let replicas: Vec<usize> = all_degrees(8, &model).iter().map(|d| d.dp).collect();
+        for dp in [1, 2, 3, 6] {
+            assert!(replicas.contains(&dp), "dp {dp} of {replicas:?}");
+            assert_eq!(micro_batching(&model, dp).count * dp, 6);
+        }
+        assert!(!replicas.contains(&4) && !replicas.contains(&5));
     }
 
     #[test]

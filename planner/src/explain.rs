@@ -98,7 +98,7 @@ impl Plan {
                 ("head", t.head),
                 ("ring exchange", t.ring_exchange),
                 ("stage transfer", t.stage_transfer),
-                ("launches", t.launches),
+                ("overhead", t.overhead),
                 ("pipeline wait", t.pipeline_wait),
                 ("grad all-reduce", t.grad_allreduce),
                 ("optimizer", t.optimizer),

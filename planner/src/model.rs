@@ -39,7 +39,8 @@ pub struct ModelSpec {
     pub classes: usize,
     /// Nodes per sequence (S).
     pub seq_len: usize,
-    /// Sequences per training step (over all data-parallel replicas).
+    /// Sequences per optimizer step over all data-parallel replicas (the batch): each replica
+    /// runs `num_sequences / dp` of them, one per micro-batch, so `dp` divides it.
     pub num_sequences: usize,
     /// Largest shortest-path distance with its own bias bucket; farther pairs share one.
     pub max_distance: usize,

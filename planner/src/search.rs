@@ -16,7 +16,7 @@ use std::rc::Rc;
 use crate::best::Best;
 use crate::bound::StepBound;
 use crate::cost::{CostModel, Micro, predict};
-use crate::enumerate::{GridSpace, all_degrees, every_grid, every_split, micro_batchings};
+use crate::enumerate::{GridSpace, all_degrees, every_grid, every_split, micro_batching};
 use crate::grid::Grid;
 use crate::split::{StageTable, fastest_split, least_overflow_split};
 use crate::stage::{Layout, StageEval, StageModel};
@@ -45,7 +45,7 @@ pub fn search_fixed(
         return Err(PlannerError::Degrees {
             degrees: degrees.to_string(),
             reason: format!(
-                "need degrees >= 1 with dp*pp*cp <= {} devices, dp <= {} sequences, pp <= {} layers, cp <= {} nodes",
+                "need degrees >= 1 with dp*pp*cp <= {} devices, dp dividing the {} sequences of a step (the batch), pp <= {} layers, cp <= {} nodes",
                 cluster.devices.len(),
                 model.num_sequences,
                 model.layers,
@@ -70,17 +70,16 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
     for degrees in all_degrees(cluster.devices.len(), model) {
         every_grid(cluster.devices.len(), degrees, |grid| {
             let layout = Layout::new(&cost, grid, None);
-            for micro in micro_batchings(model, degrees.dp) {
-                every_split(model.layers, degrees.pp, |layers| {
-                    let config = layout.config(&cost, layers, micro);
-                    let prediction = predict(cluster, model, &config);
-                    best.offer(&prediction, || Choice {
-                        grid: layout.grid.clone(),
-                        micro,
-                        layers: layers.to_vec(),
-                    });
+            let micro = micro_batching(model, degrees.dp);
+            every_split(model.layers, degrees.pp, |layers| {
+                let config = layout.config(&cost, layers, micro);
+                let prediction = predict(cluster, model, &config);
+                best.offer(&prediction, || Choice {
+                    grid: layout.grid.clone(),
+                    micro,
+                    layers: layers.to_vec(),
                 });
-            }
+            });
         });
     }
     into_plan(best, &cost)
@@ -95,11 +94,8 @@ fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut B
     let bound = StepBound::new(cost);
     let mut queue = Queue::default();
     for &degrees in all {
-        let least = micro_batchings(cost.model, degrees.dp)
-            .into_iter()
-            .map(|micro| bound.degrees(cost, degrees, micro))
-            .fold(f64::INFINITY, f64::min);
-        queue.push(least, Task::Degrees(degrees));
+        let micro = micro_batching(cost.model, degrees.dp);
+        queue.push(bound.degrees(cost, degrees, micro), Task::Degrees(degrees));
     }
     while let Some((lower, task)) = queue.pop() {
         if cannot_beat(best, lower) {
@@ -112,12 +108,10 @@ fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut B
                         grid,
                         layout: OnceCell::new(),
                     });
-                    let lower_of = bound.grid(cost, &pending.grid);
-                    for micro in micro_batchings(cost.model, degrees.dp) {
-                        let lower = lower_of(micro);
-                        if !cannot_beat(best, lower) {
-                            queue.push(lower, Task::Grid(Rc::clone(&pending), micro));
-                        }
+                    let micro = micro_batching(cost.model, degrees.dp);
+                    let lower = bound.grid(cost, &pending.grid)(micro);
+                    if !cannot_beat(best, lower) {
+                        queue.push(lower, Task::Grid(pending, micro));
                     }
                 }
             }
@@ -487,7 +481,7 @@ mod tests {
         .to_string();
         assert_eq!(
             message,
-            "dp2-pp1-cp1: need degrees >= 1 with dp*pp*cp <= 2 devices, dp <= 1 sequences, pp <= 2 layers, cp <= 64 nodes"
+            "dp2-pp1-cp1: need degrees >= 1 with dp*pp*cp <= 2 devices, dp dividing the 1 sequences of a step (the batch), pp <= 2 layers, cp <= 64 nodes"
         );
     }
 

@@ -8,7 +8,7 @@
 
 use crate::balance::{Affine, Balanced, Member, balance, fits};
 use crate::cost::{CostModel, GroupLink, Micro, Place};
-use crate::enumerate::GridSpace;
+use crate::enumerate::{GridSpace, micro_batching};
 use crate::grid::{Cell, Grid};
 use crate::{Degrees, Link, ParallelConfig};
 use rustc_hash::FxHashMap;
@@ -120,7 +120,7 @@ impl CellModel {
 struct CellKey {
     device: [u64; 4],
     buffer: Option<u64>,
-    launch: Option<u64>,
+    overhead: [Option<[u64; 2]>; 2],
     links: [Option<[u64; 2]>; 3],
 }
 
@@ -149,7 +149,8 @@ impl CellKey {
             ]
             .map(f64::to_bits),
             buffer: d.max_buffer_bytes.map(f64::to_bits),
-            launch: d.launch_latency.map(f64::to_bits),
+            overhead: [d.layer_overhead, d.end_overhead]
+                .map(|o| o.map(|o| [o.fixed.to_bits(), o.per_row.to_bits()])),
             links: [
                 link_from(cell.ring_from),
                 link_from(cell.prev),
@@ -295,7 +296,8 @@ impl Layout {
             })
             .collect();
         let link = |a, b| space.map_or_else(|| cost.link(a, b), |c| c.link(a, b));
-        let sharing = cost.sharing(&grid.cells);
+        let micro = micro_batching(cost.model, grid.degrees.dp);
+        let sharing = cost.sharing(&grid, micro);
         let shapes = stages
             .map(|s| StageShape::new(cost, &grid, s, &link, &sharing))
             .collect();

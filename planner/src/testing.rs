@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::{ClusterSpec, DeviceSpec, Link, ModelSpec, PairLink, SCHEMA_VERSION};
+use crate::{ClusterSpec, DeviceSpec, Link, ModelSpec, Overhead, PairLink, SCHEMA_VERSION};
 
 /// A device with the given memory, FLOP/s and memory bandwidth.
 pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f64) -> DeviceSpec {
@@ -15,7 +15,8 @@ pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f
         adapter: None,
         max_buffer_bytes: None,
         hardware: None,
-        launch_latency: None,
+        layer_overhead: None,
+        end_overhead: None,
     }
 }
 
@@ -61,7 +62,7 @@ fn log_uniform(range: std::ops::Range<f64>) -> impl Strategy<Value = f64> {
 
 /// Random clusters of 1 to `max_devices` devices drawn from up to three device types (so
 /// that some devices are interchangeable), with a random default link and, half the time,
-/// random per-pair links; the devices of a type share one hardware 30% of the time. Memories run from a few MB to a few GB, so that memory binds in
+/// random per-pair links; the devices of a type share one hardware 30% of the time and have overheads half the time. Memories run from a few MB to a few GB, so that memory binds in
 /// many cases, and links from 100 MB/s to 100 GB/s, so that communication matters in many.
 pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSpec> {
     let kind = (
@@ -70,6 +71,7 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
         log_uniform(11.0..12.3),
         prop::option::weighted(0.3, log_uniform(5.0..8.0)),
         prop::bool::weighted(0.3),
+        prop::option::weighted(0.5, (0.0f64..1e-2, 0.0f64..1e-5)),
     );
     let types = prop::collection::vec(kind, 1..=3);
     let link = (log_uniform(8.0..11.0), 0.0f64..1e-4);
@@ -83,10 +85,14 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
                 let devices = kinds
                     .iter()
                     .map(|&k| {
-                        let (memory, flops, mem_bandwidth, max_buffer_bytes, shared) = types[k];
+                        let (memory, flops, mem_bandwidth, max_buffer_bytes, shared, overhead) =
+                            types[k];
+                        let overhead = overhead.map(|(fixed, per_row)| Overhead { fixed, per_row });
                         DeviceSpec {
                             max_buffer_bytes,
                             hardware: shared.then(|| format!("hardware{k}")),
+                            layer_overhead: overhead,
+                            end_overhead: overhead,
                             ..device(&format!("type{k}"), memory, flops, mem_bandwidth)
                         }
                     })

@@ -433,3 +433,28 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], nonzero: bool) -> Tes
     }
     Ok(())
 }
+
+/// The step losses of the JSON report on the last line of `stdout`.
+pub fn step_losses(stdout: &str) -> Result<Vec<f64>, TestError> {
+    let last = stdout.lines().last().ok_or("no output")?;
+    let report: serde_json::Value = serde_json::from_str(last)?;
+    Ok(report["step_losses"]
+        .as_array()
+        .ok_or("step_losses is a list")?
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect())
+}
+
+/// Asserts `got[i]` equals `want[i]` within `relative` for every step.
+pub fn assert_losses_close(got: &[f64], want: &[f64], relative: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: {got:?} against {want:?}");
+    for (step, (g, w)) in got.iter().zip(want).enumerate() {
+        let error = (g - w).abs() / w.abs().max(1e-12);
+        assert!(
+            error <= relative,
+            "{what}: step {} loss {g} against {w} (relative error {error:.2e} > {relative:e})",
+            step + 1
+        );
+    }
+}

@@ -8,6 +8,7 @@ use megagraph_engine::{
     device::AdapterSelector,
     profile::{Profile, ProfileOptions, SizedRate, profile},
 };
+use megagraph_planner::Overhead;
 
 /// Options of `megagraph profile`.
 #[derive(Debug, Args)]
@@ -63,13 +64,14 @@ fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
             )
         });
         eprintln!(
-            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, kernel launch {:.1} µs{shared}",
+            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, overhead per layer {} and for the ends {}{shared}",
             m.name,
             giga(&m.attention_flops),
             giga(&m.matmul_flops),
             giga(&m.embedding_bytes_per_second),
             m.mem_bandwidth / 1e9,
-            m.launch_latency * 1e6,
+            describe_overhead(&m.layer_overhead),
+            describe_overhead(&m.end_overhead),
         );
     }
     let link = &measured.cluster.link;
@@ -101,4 +103,13 @@ fn giga(rates: &[SizedRate]) -> String {
         .map(|r| format!("{:.2}@{}", r.rate / 1e9, r.size))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// An overhead as `F ms + R µs/row`.
+fn describe_overhead(overhead: &Overhead) -> String {
+    format!(
+        "{:.1} ms + {:.1} µs/row",
+        overhead.fixed * 1e3,
+        overhead.per_row * 1e6
+    )
 }

@@ -87,6 +87,11 @@ pub struct TrainArgs {
     /// Largest number of nodes in one sequence; larger graphs are partitioned (METIS).
     #[arg(long, default_value_t = 1024)]
     seq_len: usize,
+    /// Sequences per optimizer step (default 1, the dp of --degrees, or a --plan's own). Each
+    /// of the plan's dp replicas runs batch / dp of them, one per micro-batch, so every plan of
+    /// one batch trains the same steps as one device does.
+    #[arg(long, value_name = "B")]
+    batch: Option<usize>,
     /// Adam learning rate.
     #[arg(long, default_value_t = 5e-3)]
     lr: f64,
@@ -208,6 +213,7 @@ pub(super) fn prepare(args: &TrainArgs, writes: bool) -> anyhow::Result<Prepared
     if args.steps == Some(0) {
         anyhow::bail!("--steps must be at least 1");
     }
+    check_batch(args, &graph)?;
     comm_timeout(args)?;
     check_software_devices(args, &graph, &options)?;
     let checkpoint = checkpoint_options(args);
@@ -221,6 +227,31 @@ pub(super) fn prepare(args: &TrainArgs, writes: bool) -> anyhow::Result<Prepared
         split,
         checkpoint,
     })
+}
+
+/// Sequences per optimizer step: `--batch`, else the dp of `--degrees`, else 1 (a `--plan`
+/// brings its own, see [`resolve_plan`]).
+pub(super) fn batch(args: &TrainArgs) -> usize {
+    args.batch
+        .or(args.degrees.map(|degrees| degrees.dp))
+        .unwrap_or(1)
+}
+
+/// Refuses a `--batch` of no sequences, and a batch (asked, or the dp of `--degrees`) of more
+/// than the graph's sequences.
+fn check_batch(args: &TrainArgs, graph: &Graph) -> anyhow::Result<()> {
+    if args.batch == Some(0) {
+        anyhow::bail!("--batch must be at least 1");
+    }
+    let sequences = plan_source::sequence_count(graph, args.seq_len);
+    let batch = batch(args);
+    if batch > sequences {
+        anyhow::bail!(
+            "a batch of {batch} sequences (--batch, or the dp of --degrees) exceeds the graph's {sequences} sequence(s) of --seq-len {}: a step would repeat sequences",
+            args.seq_len
+        );
+    }
+    Ok(())
 }
 
 /// Refuses, before any device work, a run on software adapters (lavapipe, llvmpipe's GL: their
@@ -356,7 +387,7 @@ pub(super) fn resolve_plan(
         0 => list_adapters().len().max(1),
         named => named,
     });
-    let model = plan_source::model_spec(graph, options, max_cp)?;
+    let model = plan_source::model_spec(graph, options, max_cp, batch(args))?;
     let request = plan_source::PlanRequest {
         plan: args.plan.as_deref(),
         cluster: args.cluster.as_deref(),
@@ -367,6 +398,12 @@ pub(super) fn resolve_plan(
     };
     let plan = plan_source::resolve(request, &model)?;
     plan_source::check(&plan, &model)?;
+    let planned = plan.config.degrees.dp * plan.config.micro_batches;
+    if let Some(asked) = args.batch.filter(|&asked| asked != planned) {
+        anyhow::bail!(
+            "the plan runs {planned} sequence(s) per step (dp × micro-batches), --batch asks {asked}: drop --batch or plan for it"
+        );
+    }
     Ok(plan)
 }
 
@@ -421,7 +458,7 @@ where
             devices: vec![vec![0]],
         }],
         node_shares: vec![1.0],
-        micro_batches: 1,
+        micro_batches: batch(args),
     };
     let layout = Layout::new(config, 1, options.model.layers)?;
     let local = vec![LocalDevice::<B> {

@@ -20,7 +20,7 @@ use megagraph_engine::{
 };
 use megagraph_planner::{Plan, search, search_fixed};
 
-use super::{Prepared, TrainArgs, prepare, resolve_plan, run_job};
+use super::{Prepared, TrainArgs, batch, prepare, resolve_plan, run_job};
 use crate::{
     commands::{RefusedElsewhere, one_line},
     plan_source,
@@ -123,7 +123,8 @@ fn plan_over_processes(
         .unwrap_or_else(|e| fail_job(runtime, &e));
     let planned = measured.map(|measured| -> anyhow::Result<Plan> {
         let max_cp = measured.cluster.devices.len();
-        let model = plan_source::model_spec(&prepared.graph, &prepared.options, max_cp)?;
+        let model =
+            plan_source::model_spec(&prepared.graph, &prepared.options, max_cp, batch(args))?;
         let plan = match args.degrees {
             Some(degrees) => search_fixed(&measured.cluster, &model, degrees)?,
             None => search(&measured.cluster, &model)?,
