@@ -181,7 +181,8 @@ fn processes_on_vulkan_and_gl_train_like_one_device() -> TestResult {
     }
     let dir = tempfile::tempdir()?;
     let plan = plan_for(dir.path(), &[0, 1], "dp1-pp1-cp2")?;
-    let single = megagraph(&train_args(&["--steps", "5", "--json"]))?;
+    // The plan's batch: two sequences per step (see `plan_cluster`).
+    let single = megagraph(&train_args(&["--batch", "2", "--steps", "5", "--json"]))?;
     assert_eq!(single.code, Some(0), "{}", single.describe());
     let want = step_losses(&single.stdout)?;
     assert_eq!(want.len(), 5, "{}", single.describe());

@@ -33,7 +33,8 @@ fn plan_for(dir: &std::path::Path, devices: usize, memory: f64) -> Result<String
 }
 
 /// Writes a cluster of equal devices of `memory` bytes, device `i` driven by MPI process
-/// `processes[i]`, and the model of [`RUN`], and plans it (for `degrees`, or the best plan);
+/// `processes[i]`, and the model of [`RUN`] with a batch of two sequences per step, and plans it
+/// (for `degrees`, or the best plan);
 /// returns the plan's path. Each `degrees` gets its own files in `dir`.
 pub(crate) fn plan_cluster(
     dir: &std::path::Path,
@@ -54,7 +55,7 @@ pub(crate) fn plan_cluster(
     let model = serde_json::json!({
         "schema_version": 1, "layers": 2, "hidden": 16, "heads": 2, "ffn_hidden": 32,
         "features": graph.feature_dim(), "classes": graph.num_classes(), "seq_len": 60,
-        "num_sequences": 4, "max_distance": 5, "bytes_per_element": 4,
+        "num_sequences": 2, "max_distance": 5, "bytes_per_element": 4,
     });
     let name = degrees.unwrap_or("best");
     let cluster_path = dir.join(format!("cluster-{name}.json"));
@@ -268,8 +269,8 @@ fn a_batch_the_run_cannot_take_is_refused() -> TestResult {
             &["batch of 8 sequences", "4 sequence(s)"],
         ),
         (
-            &["--plan", &plan, "--devices", "2", "--batch", "2"],
-            &["the plan runs 4 sequence(s) per step", "--batch asks 2"],
+            &["--plan", &plan, "--devices", "2", "--batch", "1"],
+            &["the plan runs 2 sequence(s) per step", "--batch asks 1"],
         ),
         (
             &[
