@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use crate::cli_parallel::{RUN, plan_cluster};
 use crate::common::{
-    AUTOTUNE_VAR, TEST_AUTOTUNE_LEVEL, TestError, TestResult, assert_losses_close, have_adapter,
-    megagraph, step_losses, workspace_root,
+    TestError, TestResult, assert_losses_close, have_adapter, megagraph, step_losses,
+    test_environment, workspace_root,
 };
 
 /// What one `mpirun` did, and how long it took.
@@ -51,13 +51,14 @@ fn mpirun_programs(
 ) -> Result<MpiRun, TestError> {
     let mut command = Command::new("mpirun");
     command.args(["--oversubscribe", "--bind-to", "none"]);
-    let autotune = std::env::var(AUTOTUNE_VAR).unwrap_or_else(|_| TEST_AUTOTUNE_LEVEL.into());
+    let defaults = test_environment();
     for (index, (processes, args)) in programs.iter().enumerate() {
         if index > 0 {
             command.arg(":");
         }
         command.arg("-np").arg(processes.to_string());
-        for (key, value) in env.iter().chain(&[(AUTOTUNE_VAR, autotune.as_str())]) {
+        let defaults = defaults.iter().map(|(key, value)| (*key, value.as_str()));
+        for (key, value) in defaults.chain(env.iter().copied()) {
             command.args(["-x", &format!("{key}={value}")]);
         }
         command.arg(env!("CARGO_BIN_EXE_megagraph")).args(*args);
@@ -314,8 +315,8 @@ fn a_run_killed_with_sigkill_resumes_from_its_checkpoint_under_any_plan() -> Tes
 }
 
 #[test]
-fn a_hung_process_ends_the_job_naming_the_rank_it_left_waiting() -> TestResult {
-    if !have_adapter("a_hung_process_ends_the_job_naming_the_rank_it_left_waiting")? {
+fn a_hung_process_or_runtime_thread_ends_the_job() -> TestResult {
+    if !have_adapter("a_hung_process_or_runtime_thread_ends_the_job")? {
         return Ok(());
     }
     let dir = tempfile::tempdir()?;
@@ -332,6 +333,22 @@ fn a_hung_process_ends_the_job_naming_the_rank_it_left_waiting() -> TestResult {
         run.describe()
     );
     assert!(run.seconds < 300.0, "bounded: {}", run.describe());
+    // A runtime thread that panics (as cubecl's poll thread does when wgpu's OpenGL context
+    // lock times out) ends its process, and so the job, instead of leaving its device waiting.
+    let orphan = mpirun(
+        2,
+        &train_args(&["--plan", &dp2, "--steps", "6"]),
+        &[("MEGAGRAPH_FAULT", "orphan-panic:1:3")],
+    )?;
+    assert_ne!(orphan.code, Some(0), "{}", orphan.describe());
+    assert!(
+        orphan
+            .stderr
+            .contains("a runtime thread (unnamed) panicked"),
+        "{}",
+        orphan.describe()
+    );
+    assert!(orphan.seconds < 300.0, "bounded: {}", orphan.describe());
     Ok(())
 }
 

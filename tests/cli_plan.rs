@@ -5,7 +5,9 @@
 use megagraph_planner::{Plan, load_cluster};
 
 use crate::cli_errors::assert_one_line_error;
-use crate::common::{TestResult, have_adapter, megagraph, workspace_root};
+use crate::common::{
+    PROFILE_OVERHEADS_VAR, TestResult, have_adapter, megagraph, megagraph_with_env, workspace_root,
+};
 
 #[test]
 fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
@@ -15,7 +17,11 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
     let dir = tempfile::tempdir()?;
     let cluster = dir.path().join("cluster.json");
     let cluster_arg = cluster.to_str().ok_or("temp path is not UTF-8")?;
-    let run = megagraph(&["--backends", "all", "profile", "--out", cluster_arg])?;
+    // The one profile of the tests that times the model's overheads, on both APIs.
+    let run = megagraph_with_env(
+        &["--backends", "all", "profile", "--out", cluster_arg],
+        &[(PROFILE_OVERHEADS_VAR, "1")],
+    )?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
     let spec = load_cluster(&cluster)?;
     assert_eq!(spec.devices.len(), 2, "lavapipe's Vulkan and llvmpipe's GL");
@@ -27,6 +33,15 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
         assert!(
             device.max_buffer_bytes.is_some_and(|b| b >= 1e6),
             "{device:?}"
+        );
+        let overheads = [device.layer_overhead, device.end_overhead];
+        assert!(
+            overheads
+                .iter()
+                .all(|o| o.is_some_and(|o| o.fixed + o.per_row * 256.0 > 0.0
+                    && o.fixed.is_finite()
+                    && o.per_row.is_finite())),
+            "overheads measured: {device:?}"
         );
     }
     let ids: Vec<String> = spec

@@ -2,6 +2,7 @@
 
 mod commands;
 mod data;
+mod panics;
 mod plan_source;
 mod progress;
 mod report;
@@ -49,6 +50,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    panics::end_the_process_on_orphan_panics();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return commands::report_usage_error(e),

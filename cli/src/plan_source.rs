@@ -3,14 +3,16 @@
 
 use std::path::Path;
 
+use crate::commands::profile::profile_options;
 use anyhow::{Context, bail};
 use megagraph_engine::{
     burn::backend::wgpu::WgpuDevice,
     device::{AdapterSelector, declare_adapters, describe_adapter, list_adapters, open_wgpu},
     graph::Graph,
-    profile::{ProfileOptions, profile},
+    profile::profile,
     train::{TrainOptions, measure_sequences},
 };
+
 use megagraph_planner::{
     ClusterSpec, Degrees, HaloSpec, ModelSpec, Plan, load_cluster, search, search_fixed,
 };
@@ -183,11 +185,11 @@ pub fn resolve(request: PlanRequest<'_>, model: &ModelSpec) -> anyhow::Result<Pl
     let cluster: ClusterSpec = match request.cluster {
         Some(path) => load_cluster(path)?,
         None => {
-            profile(&ProfileOptions {
-                adapters: request.adapters.to_vec(),
-                logical_devices: request.devices,
-                device_memory: request.device_memory,
-            })
+            profile(&profile_options(
+                request.adapters,
+                request.devices,
+                request.device_memory,
+            ))
             .context("profiling the devices for a plan")?
             .cluster
         }

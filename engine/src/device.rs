@@ -317,9 +317,10 @@ pub fn open_wgpu(selector: Option<&AdapterSelector>) -> Result<WgpuDevice, Engin
         queue,
         backend: info.backend,
     };
+    let defaults = RuntimeOptions::default();
     let options = RuntimeOptions {
         memory_config,
-        ..RuntimeOptions::default()
+        tasks_max: tasks_per_submission(info.backend, defaults.tasks_max),
     };
     let identity = AdapterIdentity {
         key: format!(
@@ -333,6 +334,21 @@ pub fn open_wgpu(selector: Option<&AdapterSelector>) -> Result<WgpuDevice, Engin
     let device = init_device(setup, options);
     identities().insert(device.clone(), identity);
     Ok(device)
+}
+
+/// Most kernels one queue submission carries on OpenGL. wgpu's GL backend runs a submission
+/// under its context lock, and a CPU driver (llvmpipe) runs the kernels inside that call; the
+/// runtime's poll thread gives up on the lock after 6 s and panics, leaving the device stuck.
+/// Short submissions keep the lock's holds short even on a loaded CPU.
+const GL_TASKS_PER_SUBMISSION: usize = 2;
+
+/// Most kernels per queue submission on `backend`: cubecl's `default` (32, or
+/// `CUBECL_WGPU_MAX_TASKS`), at most [`GL_TASKS_PER_SUBMISSION`] on OpenGL.
+fn tasks_per_submission(backend: wgpu::Backend, default: usize) -> usize {
+    match backend {
+        wgpu::Backend::Gl => default.min(GL_TASKS_PER_SUBMISSION),
+        _ => default,
+    }
 }
 
 /// Which adapter a device runs on.
@@ -482,7 +498,17 @@ impl<B: MemoryProbe, C: CheckpointStrategy> MemoryProbe for Autodiff<B, C> {
 
 #[cfg(test)]
 mod tests {
-    use super::device_descriptor;
+    use super::{GL_TASKS_PER_SUBMISSION, device_descriptor, tasks_per_submission};
+
+    #[test]
+    fn opengl_submissions_carry_few_kernels_and_the_others_cubecls_count() {
+        assert_eq!(
+            tasks_per_submission(wgpu::Backend::Gl, 32),
+            GL_TASKS_PER_SUBMISSION
+        );
+        assert_eq!(tasks_per_submission(wgpu::Backend::Gl, 1), 1);
+        assert_eq!(tasks_per_submission(wgpu::Backend::Vulkan, 32), 32);
+    }
 
     #[test]
     fn the_device_request_is_cubecls() {

@@ -19,7 +19,7 @@ use crate::{
     graph::{SbmParams, sbm},
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
     model::{GraphTransformer, HostSequence, ModelConfig},
-    timing::best_seconds,
+    timing::{best_seconds, best_seconds_within},
 };
 
 /// Which devices to measure and what to assume where wgpu reports nothing.
@@ -32,6 +32,10 @@ pub struct ProfileOptions {
     pub logical_devices: Option<usize>,
     /// Memory of each device in bytes; wgpu does not report it for GPUs.
     pub device_memory: Option<u64>,
+    /// Leave the model's overheads unmeasured (timing the model takes minutes in a debug
+    /// build): the cluster then records none, and the planner counts arithmetic and transfers
+    /// only.
+    pub skip_overheads: bool,
 }
 
 /// A throughput measured at one problem size.
@@ -63,10 +67,11 @@ pub struct DeviceMeasurement {
     /// Elementwise read + write, bytes/s (the planner's `mem_bandwidth`).
     pub mem_bandwidth: f64,
     /// What a transformer layer's forward and backward over one sequence cost beyond their
-    /// arithmetic, fixed and per row (the planner's `layer_overhead`; see `overheads`).
-    pub layer_overhead: Overhead,
+    /// arithmetic, fixed and per row (the planner's `layer_overhead`; see `overheads`);
+    /// `None` when the options skip it.
+    pub layer_overhead: Option<Overhead>,
     /// The same for the embedding and head together (the planner's `end_overhead`).
-    pub end_overhead: Overhead,
+    pub end_overhead: Option<Overhead>,
     /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
     /// (they share the adapter's compute). The planner's `flops` is the rate of a device alone
     /// on the adapter, which it divides among the devices a plan keeps busy: the lower of
@@ -178,17 +183,21 @@ fn mem_bandwidth(device: &WgpuDevice) -> f64 {
 
 /// Sequence lengths at which [`overheads`] times the model, far apart so that the part that
 /// grows with the rows stands out of the timing noise.
-const OVERHEAD_NODES: [usize; 2] = [64, 512];
+const OVERHEAD_NODES: [usize; 2] = [32, 256];
+
+/// Seconds of timed runs after which [`overheads`] takes the best so far at one size (a
+/// debug build's runs are slow, and the profile runs in the tests).
+const OVERHEAD_BUDGET_SECONDS: f64 = 0.5;
 
 /// Layer counts at which [`overheads`] times the model: a layer is the difference over
 /// their difference.
-const OVERHEAD_LAYERS: [usize; 2] = [1, 5];
+const OVERHEAD_LAYERS: [usize; 2] = [1, 3];
 
 /// What the engine's model costs on `device` beyond its arithmetic, per transformer layer and
 /// for the embedding and head together (forward and backward over one sequence): kernel
 /// dispatch, autodiff bookkeeping and burn's small element-wise kernels, on the host and on
-/// the device. Timed on the model itself (dropout on, as in training) at width 8, at 1 and 5
-/// layers (a layer is a quarter of the difference, the ends the rest of the 1-layer time) and
+/// the device. Timed on the model itself (dropout on, as in training) at width 8, at 1 and 3
+/// layers (a layer is half the difference, the ends the rest of the 1-layer time) and
 /// at two sequence lengths (fixed part and part per row); a layer's attention arithmetic at
 /// the device's measured `attention_rate` (FLOP/s) is taken off, the rest of the arithmetic
 /// of a width-8 model being negligible.
@@ -208,7 +217,7 @@ fn overheads(device: &WgpuDevice, attention_rate: f64) -> (Overhead, Overhead) {
         let host = HostSequence::new(&graph, (0..nodes as u32).collect(), &config);
         let seq = host.to_device::<WgpuAutodiff>(&graph, &config, device);
         let model = GraphTransformer::<WgpuAutodiff>::new(&config, device);
-        best_seconds(|| {
+        best_seconds_within(OVERHEAD_BUDGET_SECONDS, || {
             let _gradients = model.forward(&seq).sum().backward();
             // Timing only: a failed sync surfaces in the training that follows.
             let _ = WgpuBackend::sync(device);
@@ -337,9 +346,14 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         let attention = series(&[256, 1024], |seq| attention_flops(device, seq));
         // Measured once per adapter: logical devices of one adapter run the same code on the
         // same hardware, and a second measurement would only add noise between them.
-        let (layer_overhead, end_overhead) = *overheads_of
-            .entry(adapter.id.clone())
-            .or_insert_with(|| overheads(device, best(&attention)));
+        let (layer_overhead, end_overhead) = if options.skip_overheads {
+            (None, None)
+        } else {
+            let (layer, ends) = *overheads_of
+                .entry(adapter.id.clone())
+                .or_insert_with(|| overheads(device, best(&attention)));
+            (Some(layer), Some(ends))
+        };
         let measured = DeviceMeasurement {
             name: name.clone(),
             attention_flops: attention,
@@ -365,8 +379,8 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                     .min(adapter.max_buffer_size) as f64,
             ),
             hardware: shared_hardware(adapter, targets.len(), software, options),
-            layer_overhead: Some(measured.layer_overhead),
-            end_overhead: Some(measured.end_overhead),
+            layer_overhead: measured.layer_overhead,
+            end_overhead: measured.end_overhead,
         });
         measurements.push(measured);
     }

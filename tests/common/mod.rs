@@ -34,6 +34,21 @@ pub const AUTOTUNE_VAR: &str = "CUBECL_AUTOTUNE_LEVEL";
 /// changes nothing else in cubecl 0.10, so results are unaffected; only kernel choice can be).
 pub const TEST_AUTOTUNE_LEVEL: &str = "minimal";
 
+/// The variable that, at `0`, leaves the model's overheads unmeasured in a profile (timing
+/// the model takes minutes in a debug build).
+pub const PROFILE_OVERHEADS_VAR: &str = "MEGAGRAPH_PROFILE_OVERHEADS";
+
+/// The environment every `megagraph` of the tests runs in unless a test sets these itself:
+/// the test autotune level (unless [`AUTOTUNE_VAR`] is set outside), and profiles without the
+/// overheads (one test measures them).
+pub fn test_environment() -> Vec<(&'static str, String)> {
+    let autotune = std::env::var(AUTOTUNE_VAR).unwrap_or_else(|_| TEST_AUTOTUNE_LEVEL.into());
+    vec![
+        (AUTOTUNE_VAR, autotune),
+        (PROFILE_OVERHEADS_VAR, "0".into()),
+    ]
+}
+
 /// The workspace root (the directory above `cli/`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -104,15 +119,13 @@ pub fn megagraph(args: &[&str]) -> Result<Run, TestError> {
 /// Runs `megagraph args...` like [`megagraph`], with the variables `env` set.
 pub fn megagraph_with_env(args: &[&str], env: &[(&str, &str)]) -> Result<Run, TestError> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_megagraph"));
-    command.envs(env.iter().copied());
     command
+        .envs(test_environment())
+        .envs(env.iter().copied())
         .args(args)
         .current_dir(workspace_root())
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null());
-    if std::env::var_os(AUTOTUNE_VAR).is_none() {
-        command.env(AUTOTUNE_VAR, TEST_AUTOTUNE_LEVEL);
-    }
     Ok(Run::from_output(command.output()?))
 }
 

@@ -31,11 +31,7 @@ pub struct ProfileArgs {
 /// Measures the devices and writes the cluster spec; under mpirun, every process's devices
 /// and the links between processes, written by process 0.
 pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
-    let options = ProfileOptions {
-        adapters: args.adapter.clone(),
-        logical_devices: args.devices,
-        device_memory: args.device_memory,
-    };
+    let options = profile_options(&args.adapter, args.devices, args.device_memory);
     #[cfg(feature = "mpi")]
     if megagraph_engine::comm::launched_by_mpirun() {
         let runtime = megagraph_engine::comm::MpiRuntime::init()?;
@@ -52,6 +48,26 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
         };
     }
     write(args, &profile(&options)?)
+}
+
+/// The variable that, set to `0`, leaves the model's overheads unmeasured in every profile
+/// (`profile`, and `train` planning without a plan): for quick runs of a debug build, where
+/// timing the model takes minutes. The planner then counts arithmetic and transfers only.
+pub const PROFILE_OVERHEADS_VAR: &str = "MEGAGRAPH_PROFILE_OVERHEADS";
+
+/// What every profile of the command line measures: these adapters (or logical devices of
+/// the first) with this memory, and the overheads unless [`PROFILE_OVERHEADS_VAR`] is `0`.
+pub fn profile_options(
+    adapters: &[AdapterSelector],
+    logical_devices: Option<usize>,
+    device_memory: Option<u64>,
+) -> ProfileOptions {
+    ProfileOptions {
+        adapters: adapters.to_vec(),
+        logical_devices,
+        device_memory,
+        skip_overheads: std::env::var(PROFILE_OVERHEADS_VAR).is_ok_and(|v| v == "0"),
+    }
 }
 
 /// Prints what was measured and writes the cluster spec.
@@ -105,8 +121,11 @@ fn giga(rates: &[SizedRate]) -> String {
         .join(" ")
 }
 
-/// An overhead as `F ms + R µs/row`.
-fn describe_overhead(overhead: &Overhead) -> String {
+/// An overhead as `F ms + R µs/row`, or `not measured`.
+fn describe_overhead(overhead: &Option<Overhead>) -> String {
+    let Some(overhead) = overhead else {
+        return "not measured".into();
+    };
     format!(
         "{:.1} ms + {:.1} µs/row",
         overhead.fixed * 1e3,

@@ -37,6 +37,11 @@ pub use layout::{Layout, Role};
 pub use megagraph_planner::{Pass, one_forward_one_backward};
 pub use worker::epoch_batches;
 
+/// What the name of the thread that drives a device's work begins with (the device's rank
+/// follows). Its panics are caught and reported as the device's error; a process may treat a
+/// panic on any other thread but its main one as fatal (see `megagraph`'s panic hook).
+pub const WORKER_THREAD_PREFIX: &str = "megagraph-device-";
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
@@ -162,7 +167,13 @@ where
         for LocalDevice { rank, device, comm } in local {
             let progress = (rank == lead).then(|| progress.clone());
             let job = &job;
-            handles.push(scope.spawn(move || run_guarded::<B>(job, rank, device, comm, progress)));
+            let worker = std::thread::Builder::new()
+                .name(format!("{WORKER_THREAD_PREFIX}{rank}"))
+                .spawn_scoped(scope, move || {
+                    run_guarded::<B>(job, rank, device, comm, progress)
+                })
+                .expect("the system starts a thread per device");
+            handles.push(worker);
         }
         drop(progress);
         let mut first = local_lead.then(|| {

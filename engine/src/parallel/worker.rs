@@ -337,7 +337,9 @@ where
 
 /// The failure injection the fault tests use: with `MEGAGRAPH_FAULT=kill:RANK:STEP` (or
 /// `hang:RANK:STEP`), device `RANK` kills its process with SIGKILL (or stops answering) right
-/// after step `STEP`. Unset, it does nothing.
+/// after step `STEP`; with `orphan-panic:RANK:STEP` a thread nobody joins panics and the device
+/// then waits for it forever, as a device does when its runtime's poll thread dies. Unset, it
+/// does nothing.
 fn fault_point(rank: Rank, step: usize) {
     let Ok(spec) = std::env::var("MEGAGRAPH_FAULT") else {
         return;
@@ -359,6 +361,15 @@ fn fault_point(rank: Rank, step: usize) {
         }
         "hang" => {
             eprintln!("MEGAGRAPH_FAULT: device {rank} hangs after step {step}");
+            loop {
+                std::thread::park();
+            }
+        }
+        "orphan-panic" => {
+            eprintln!("MEGAGRAPH_FAULT: a thread beside device {rank} panics after step {step}");
+            let orphan = std::thread::spawn(|| panic!("MEGAGRAPH_FAULT: an orphan thread panics"));
+            // The device waits for its thread as it would for a poll thread: forever.
+            drop(orphan);
             loop {
                 std::thread::park();
             }

@@ -16,13 +16,13 @@ use megagraph_engine::{
     comm::MpiRuntime,
     device::WgpuAutodiff,
     parallel::{Layout, LocalDevice},
-    profile::{ProfileOptions, profile_processes},
+    profile::profile_processes,
 };
 use megagraph_planner::{Plan, search, search_fixed};
 
 use super::{Prepared, TrainArgs, batch, prepare, resolve_plan, run_job};
 use crate::{
-    commands::{RefusedElsewhere, one_line},
+    commands::{RefusedElsewhere, one_line, profile::profile_options},
     plan_source,
 };
 
@@ -113,11 +113,7 @@ fn plan_over_processes(
     args: &TrainArgs,
     prepared: &Prepared,
 ) -> anyhow::Result<Plan> {
-    let options = ProfileOptions {
-        adapters: args.adapter.clone(),
-        logical_devices: args.devices,
-        device_memory: args.device_memory,
-    };
+    let options = profile_options(&args.adapter, args.devices, args.device_memory);
     let measured = profile_processes(runtime, &options)
         .context("profiling this process's devices for a plan")
         .unwrap_or_else(|e| fail_job(runtime, &e));
