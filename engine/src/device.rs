@@ -317,10 +317,9 @@ pub fn open_wgpu(selector: Option<&AdapterSelector>) -> Result<WgpuDevice, Engin
         queue,
         backend: info.backend,
     };
-    let defaults = RuntimeOptions::default();
     let options = RuntimeOptions {
         memory_config,
-        tasks_max: tasks_per_submission(info.backend, defaults.tasks_max),
+        ..RuntimeOptions::default()
     };
     let identity = AdapterIdentity {
         key: format!(
@@ -334,21 +333,6 @@ pub fn open_wgpu(selector: Option<&AdapterSelector>) -> Result<WgpuDevice, Engin
     let device = init_device(setup, options);
     identities().insert(device.clone(), identity);
     Ok(device)
-}
-
-/// Most kernels one queue submission carries on OpenGL. wgpu's GL backend runs a submission
-/// under its context lock, and a CPU driver (llvmpipe) runs the kernels inside that call; the
-/// runtime's poll thread gives up on the lock after 6 s and panics, leaving the device stuck.
-/// Short submissions keep the lock's holds short even on a loaded CPU.
-const GL_TASKS_PER_SUBMISSION: usize = 2;
-
-/// Most kernels per queue submission on `backend`: cubecl's `default` (32, or
-/// `CUBECL_WGPU_MAX_TASKS`), at most [`GL_TASKS_PER_SUBMISSION`] on OpenGL.
-fn tasks_per_submission(backend: wgpu::Backend, default: usize) -> usize {
-    match backend {
-        wgpu::Backend::Gl => default.min(GL_TASKS_PER_SUBMISSION),
-        _ => default,
-    }
 }
 
 /// Which adapter a device runs on.
