@@ -482,17 +482,7 @@ impl<B: MemoryProbe, C: CheckpointStrategy> MemoryProbe for Autodiff<B, C> {
 
 #[cfg(test)]
 mod tests {
-    use super::{GL_TASKS_PER_SUBMISSION, device_descriptor, tasks_per_submission};
-
-    #[test]
-    fn opengl_submissions_carry_few_kernels_and_the_others_cubecls_count() {
-        assert_eq!(
-            tasks_per_submission(wgpu::Backend::Gl, 32),
-            GL_TASKS_PER_SUBMISSION
-        );
-        assert_eq!(tasks_per_submission(wgpu::Backend::Gl, 1), 1);
-        assert_eq!(tasks_per_submission(wgpu::Backend::Vulkan, 32), 32);
-    }
+    use super::device_descriptor;
 
     #[test]
     fn the_device_request_is_cubecls() {
