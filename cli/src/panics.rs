@@ -5,7 +5,8 @@ use megagraph_engine::parallel::WORKER_THREAD_PREFIX;
 /// Installs a panic hook that, after the usual report, ends the process at once when the
 /// panicking thread is neither the main thread nor a device's worker (whose panics become the
 /// device's error). The other threads belong to the GPU runtime (cubecl's poll thread, which
-/// wgpu's OpenGL backend panics on when its context lock is held over 6 s) or to the MPI
+/// wgpu's OpenGL backend panics on when its context lock is held past its wait: 6 s
+/// upstream, 120 s as `vendor/wgpu-hal` patches it) or to the MPI
 /// receiver: nothing joins them, so their panic would leave a device waiting forever for work
 /// no thread completes (an MPI job waited out its 900 s warm-up timeout on one).
 pub fn end_the_process_on_orphan_panics() {
