@@ -158,12 +158,12 @@ fn run_plan(
     config: ParallelConfig,
     scope: Scope,
     devices: &[WgpuDevice],
-) -> Result<(TrainReport, usize), TestError> {
+) -> Result<(TrainReport, Layout), TestError> {
     let (graph, split, options) = setup(scope)?;
     let layout = Layout::new(config, devices.len(), options.model.layers)?;
     let report =
         train_parallel::<WgpuAutodiff>(&graph, &split, &options, &layout, devices, &mut |_| {})?;
-    Ok((report, layout.batch()))
+    Ok((report, layout))
 }
 
 fn check_equivalent(name: &str, config: ParallelConfig) -> TestResult {
@@ -188,9 +188,10 @@ pub(crate) fn check_equivalent_on(
     let Some(device) = wgpu_device(name)? else {
         return Ok(());
     };
-    let (report, batch) = run_plan(config, scope, devices)?;
+    let (report, layout) = run_plan(config, scope, devices)?;
+    assert_transfers_timed(&report, &layout, name);
     let (graph, split, options) = setup(scope)?;
-    let (losses, parameters) = reference(&graph, &split, &options, batch, &device)?;
+    let (losses, parameters) = reference(&graph, &split, &options, layout.batch(), &device)?;
     assert_eq!(report.step_losses.len(), STEPS, "{name}: steps run");
     for (step, (got, want)) in report.step_losses.iter().zip(&losses).enumerate() {
         assert!(
@@ -218,6 +219,38 @@ pub(crate) fn check_equivalent_on(
         report.step_losses
     );
     Ok(())
+}
+
+/// Asserts that every device of a pipeline timed its stage transfers (on the sending thread,
+/// beside its compute), hiding no more than they took, and that without a pipeline none did.
+fn assert_transfers_timed(report: &TrainReport, layout: &Layout, name: &str) {
+    for d in &report.devices {
+        let (took, hidden) = (
+            d.transfer_seconds_per_step,
+            d.hidden_transfer_seconds_per_step,
+        );
+        if layout.degrees().pp > 1 {
+            assert!(took > 0.0, "{name}: device {} timed no transfer", d.rank);
+        } else {
+            assert_eq!(took, 0.0, "{name}: device {} has no pipeline", d.rank);
+        }
+        assert!(
+            (0.0..=took).contains(&hidden),
+            "{name}: device {} hid {hidden} s of {took} s",
+            d.rank
+        );
+    }
+    eprintln!(
+        "{name}: transfer seconds per step (hidden) {:?}",
+        report
+            .devices
+            .iter()
+            .map(|d| (
+                d.transfer_seconds_per_step,
+                d.hidden_transfer_seconds_per_step
+            ))
+            .collect::<Vec<_>>()
+    );
 }
 
 /// Asserts that `got` and `want` (flat parameters) agree within [`TOLERANCE`] · max |want|,

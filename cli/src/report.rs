@@ -256,6 +256,8 @@ mod tests {
                     peak_in_use_bytes: None,
                     sent_bytes_per_step: 0.0,
                     step_sent_bytes: 0.0,
+                    transfer_seconds_per_step: 0.0,
+                    hidden_transfer_seconds_per_step: 0.0,
                 })
                 .collect(),
             peak_device_bytes: peaks,
@@ -294,6 +296,8 @@ mod tests {
             peak_in_use_bytes: None,
             sent_bytes_per_step: 0.0,
             step_sent_bytes: 0.0,
+            transfer_seconds_per_step: 0.0,
+            hidden_transfer_seconds_per_step: 0.0,
         });
         let cpu = training_run(&options, &cpu_report, "ndarray cpu", None);
         assert_eq!(cpu.devices.len(), 1);

@@ -45,6 +45,8 @@ where
                 }
             }
         }
+        // Evaluation's transfers are not a step's: their time is left out of the figures.
+        self.wait_for_sends()?;
         let counts = self.sum_over_job(counts)?;
         Ok(std::array::from_fn(|i| {
             counts[i] as f64 / counts[3 + i].max(1.0) as f64

@@ -27,6 +27,7 @@ mod layout;
 mod memory_watch;
 mod passes;
 mod reports;
+mod sender;
 mod transfer;
 mod worker;
 
@@ -35,6 +36,7 @@ pub use checkpointing::CheckpointOptions;
 pub(crate) use layout::split_rows;
 pub use layout::{Layout, Role};
 pub use megagraph_planner::{Pass, one_forward_one_backward};
+pub use sender::SYNC_TRANSFERS_VAR;
 pub use worker::epoch_batches;
 
 /// What the name of the thread that drives a device's work begins with (the device's rank

@@ -78,10 +78,10 @@ where
 }
 
 /// Values of [`encode_run`]'s message before the adapter's name.
-const RUN_FIGURES: usize = 10;
+const RUN_FIGURES: usize = 14;
 
-/// A device's figures as a message: step seconds, peak reserved, peak in use and bytes sent
-/// per step, each as the two halves of its 64 bits (`u64::MAX`: not measured), then the
+/// A device's figures as a message: step seconds, peak reserved, peak in use, bytes sent per
+/// step (all and the steps' own), transfer and hidden transfer seconds per step, each as the two halves of its 64 bits (`u64::MAX`: not measured), then the
 /// adapter's name in UTF-8, four bytes a value (zero-padded).
 fn encode_run(run: &DeviceRun) -> Vec<f32> {
     let figures = [
@@ -90,6 +90,8 @@ fn encode_run(run: &DeviceRun) -> Vec<f32> {
         run.peak_in_use_bytes.unwrap_or(u64::MAX),
         run.sent_bytes_per_step.to_bits(),
         run.step_sent_bytes.to_bits(),
+        run.transfer_seconds_per_step.to_bits(),
+        run.hidden_transfer_seconds_per_step.to_bits(),
     ]
     .into_iter()
     .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)]);
@@ -114,8 +116,8 @@ fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
         .chunks(2)
         .map(|w| w[0].to_bits() as u64 | (w[1].to_bits() as u64) << 32)
         .collect();
-    let [seconds, peak, in_use, sent, step_sent] = words[..] else {
-        unreachable!("{RUN_FIGURES} values make five words")
+    let [seconds, peak, in_use, sent, step_sent, transfer, hidden] = words[..] else {
+        unreachable!("{RUN_FIGURES} values make seven words")
     };
     let bytes: Vec<u8> = name
         .iter()
@@ -133,6 +135,8 @@ fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
         peak_in_use_bytes: measured(in_use),
         sent_bytes_per_step: f64::from_bits(sent),
         step_sent_bytes: f64::from_bits(step_sent),
+        transfer_seconds_per_step: f64::from_bits(transfer),
+        hidden_transfer_seconds_per_step: f64::from_bits(hidden),
     })
 }
 
@@ -164,6 +168,8 @@ mod tests {
             peak_in_use_bytes: None,
             sent_bytes_per_step: 1234.5,
             step_sent_bytes: 1000.25,
+            transfer_seconds_per_step: 0.5,
+            hidden_transfer_seconds_per_step: 0.375,
         };
         let back = decode_run(3, &encode_run(&run))?;
         assert_eq!(back.step_seconds, run.step_seconds);
@@ -173,6 +179,13 @@ mod tests {
         );
         assert_eq!(back.sent_bytes_per_step, run.sent_bytes_per_step);
         assert_eq!(back.step_sent_bytes, run.step_sent_bytes);
+        assert_eq!(
+            (
+                back.transfer_seconds_per_step,
+                back.hidden_transfer_seconds_per_step
+            ),
+            (0.5, 0.375)
+        );
         assert_eq!(back.adapter, run.adapter);
         let unnamed = DeviceRun {
             adapter: String::new(),

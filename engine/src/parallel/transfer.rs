@@ -12,8 +12,12 @@ use burn::tensor::{
     backend::{AutodiffBackend, Backend},
 };
 
-use super::{Layout, worker::Worker};
-use crate::{EngineError, comm::Tag, device::MemoryProbe, host::host_f32, model::ModelBackend};
+use super::{
+    Layout,
+    sender::{Outgoing, StageSender},
+    worker::Worker,
+};
+use crate::{EngineError, comm::Tag, device::MemoryProbe, host::HostRead, model::ModelBackend};
 
 impl<B> Worker<'_, B>
 where
@@ -37,7 +41,8 @@ where
         Ok(self.tensor(values, rows.len() + tokens))
     }
 
-    /// Sends the stage's output `[rows + G, hidden]` on to the next stage.
+    /// Sends the stage's output `[rows + G, hidden]` on to the next stage: its copy to the host
+    /// starts here and the sending thread sends it while this device computes on.
     pub(super) fn send_stage_output<D: Backend>(
         &self,
         output: Tensor<D, 2>,
@@ -45,15 +50,20 @@ where
         nodes: usize,
     ) -> Result<(), EngineError> {
         let stage = self.role.stage + 1;
-        let values = host_f32(output);
-        let (own, tokens) = values.split_at(rows.len() * self.job.config.hidden);
-        self.send_rows(stage, Tag::Activation, own, rows, nodes)?;
-        if !tokens.is_empty() && self.role.shard == 0 {
+        let read = HostRead::start(output);
+        let mut messages = self.row_messages(stage, Tag::Activation, rows, nodes)?;
+        if let Some(tokens) = self.token_values(rows)
+            && self.role.shard == 0
+        {
             for to in self.stage_shards(stage) {
-                self.comm.send(to, Tag::Activation, tokens.to_vec())?;
+                messages.push(Outgoing {
+                    to,
+                    tag: Tag::Activation,
+                    values: tokens.clone(),
+                });
             }
         }
-        Ok(())
+        self.stage_sender().send(read, messages)
     }
 
     /// The gradient of the stage's output from the next stage, `[rows + G, hidden]`: this
@@ -81,7 +91,8 @@ where
     }
 
     /// Sends the gradient of the stage's input `[rows + G, hidden]` back to the previous
-    /// stage: the rows to their shards, the tokens' to its first shard.
+    /// stage: the rows to their shards, the tokens' to its first shard (on the sending thread,
+    /// like [`Self::send_stage_output`]).
     pub(super) fn send_input_grad<D: Backend>(
         &self,
         grad: Tensor<D, 2>,
@@ -89,14 +100,32 @@ where
         nodes: usize,
     ) -> Result<(), EngineError> {
         let stage = self.role.stage - 1;
-        let values = host_f32(grad);
-        let (own, tokens) = values.split_at(rows.len() * self.job.config.hidden);
-        self.send_rows(stage, Tag::ActivationGrad, own, rows, nodes)?;
-        if !tokens.is_empty() {
-            let to = self.job.layout.device(self.role.replica, stage, 0);
-            self.comm.send(to, Tag::ActivationGrad, tokens.to_vec())?;
+        let read = HostRead::start(grad);
+        let mut messages = self.row_messages(stage, Tag::ActivationGrad, rows, nodes)?;
+        if let Some(tokens) = self.token_values(rows) {
+            messages.push(Outgoing {
+                to: self.job.layout.device(self.role.replica, stage, 0),
+                tag: Tag::ActivationGrad,
+                values: tokens,
+            });
         }
-        Ok(())
+        self.stage_sender().send(read, messages)
+    }
+
+    /// Where the global tokens' values lie in a stage transfer of this shard's `rows` then
+    /// the tokens; `None` for a model without tokens (no token message is sent).
+    fn token_values(&self, rows: &Range<usize>) -> Option<Range<usize>> {
+        let width = self.job.config.hidden;
+        let own = rows.len() * width;
+        let tokens = self.job.config.global_tokens;
+        (tokens > 0).then(|| own..own + tokens * width)
+    }
+
+    /// The sending thread of a pipeline device.
+    fn stage_sender(&self) -> &StageSender {
+        self.sender
+            .as_ref()
+            .expect("a device of a pipeline of two or more stages has a sending thread")
     }
 
     /// The devices of this replica's `stage`, in shard order.
@@ -139,29 +168,36 @@ where
             .collect())
     }
 
-    /// Sends this shard's rows `mine` of `tensor` to the shards of `stage` (of this replica)
-    /// that hold them: stages may split a sequence differently, so a shard sends each shard of
-    /// the other stage the rows they share (possibly none).
-    fn send_rows(
+    /// The messages that carry this shard's rows `mine` (the first `mine.len()` rows of a
+    /// transfer) to the shards of `stage` (of this replica) that hold them: stages may split a
+    /// sequence differently, so a shard sends each shard of the other stage the rows they
+    /// share (possibly none).
+    fn row_messages(
         &self,
         stage: usize,
         tag: Tag,
-        values: &[f32],
         mine: &Range<usize>,
         nodes: usize,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Vec<Outgoing>, EngineError> {
         let width = self.job.config.hidden;
-        for (shard, theirs) in self.stage_ranges(stage, nodes)?.into_iter().enumerate() {
-            let (lo, hi) = (mine.start.max(theirs.start), mine.end.min(theirs.end));
-            let part = if lo < hi {
-                values[(lo - mine.start) * width..(hi - mine.start) * width].to_vec()
-            } else {
-                Vec::new()
-            };
-            let to = self.job.layout.device(self.role.replica, stage, shard);
-            self.comm.send(to, tag, part)?;
-        }
-        Ok(())
+        let ranges = self.stage_ranges(stage, nodes)?;
+        Ok(ranges
+            .into_iter()
+            .enumerate()
+            .map(|(shard, theirs)| {
+                let (lo, hi) = (mine.start.max(theirs.start), mine.end.min(theirs.end));
+                let values = if lo < hi {
+                    (lo - mine.start) * width..(hi - mine.start) * width
+                } else {
+                    0..0
+                };
+                Outgoing {
+                    to: self.job.layout.device(self.role.replica, stage, shard),
+                    tag,
+                    values,
+                }
+            })
+            .collect())
     }
 
     /// Receives this shard's rows `mine` (`rows × hidden` values) from the shards of `stage`.

@@ -25,6 +25,7 @@ use super::{
     one_forward_one_backward,
     passes::{InFlight, StageEnd},
     reports::median,
+    sender::{StageSender, TransferTime},
 };
 use crate::{
     EngineError,
@@ -101,6 +102,8 @@ pub(super) struct Worker<'a, B: AutodiffBackend> {
     pub(super) memory: MemoryWatch,
     /// This device's uploaded shards of the sequences.
     pub(super) cache: RefCell<DeviceCache<B::InnerBackend>>,
+    /// The thread that sends this device's stage transfers (pipelines of two or more stages).
+    pub(super) sender: Option<StageSender>,
 }
 
 impl<'a, B> Worker<'a, B>
@@ -131,10 +134,13 @@ where
             model,
             shapes,
             device,
-            comm,
+            comm: comm.clone(),
             everyone: layout.ranks(),
             memory: MemoryWatch::default(),
             cache: RefCell::new(DeviceCache::new(DEVICE_CACHE_BYTES)),
+            sender: (layout.degrees().pp > 1).then(|| {
+                StageSender::start(rank, comm.clone(), StageSender::synchronous_from_env())
+            }),
         }
     }
 
@@ -167,6 +173,7 @@ where
         let batch = self.job.layout.batch();
         let mut step_times = Vec::new();
         let mut step_sent = 0u64;
+        let mut transfers = TransferTime::default();
         let done = |state: &Progress| options.max_steps.is_some_and(|max| state.step() >= max);
         while state.epoch <= options.epochs && !done(&state) {
             let epoch = state.epoch;
@@ -183,6 +190,9 @@ where
                 let (model, loss) =
                     self.step(batch, state.step(), self.model.clone(), &mut optimizer)?;
                 self.model = model;
+                let transferred = self.wait_for_sends()?;
+                transfers.seconds += transferred.seconds;
+                transfers.exposed_seconds += transferred.exposed_seconds;
                 step_times.push(start.elapsed().as_secs_f64());
                 step_sent += self.comm.sent_bytes() - sent_before;
                 if !loss.is_finite() {
@@ -242,6 +252,7 @@ where
             }
         }
         let parameters = self.collect_parameters()?;
+        let steps = step_times.len().max(1) as f64;
         let run = DeviceRun {
             rank: self.rank,
             adapter: B::adapter_name(&self.device).unwrap_or_default(),
@@ -249,7 +260,9 @@ where
             peak_bytes: self.memory.peak_reserved(),
             peak_in_use_bytes: self.memory.peak_in_use(),
             sent_bytes_per_step: self.comm.sent_bytes() as f64 / state.step().max(1) as f64,
-            step_sent_bytes: step_sent as f64 / step_times.len().max(1) as f64,
+            step_sent_bytes: step_sent as f64 / steps,
+            transfer_seconds_per_step: transfers.seconds / steps,
+            hidden_transfer_seconds_per_step: transfers.hidden_seconds() / steps,
         };
         let devices = self.collect_device_runs(run)?;
         Ok(WorkerOutcome {
@@ -332,6 +345,16 @@ where
         self.memory.after_pass::<B>(&self.device);
         let loss = self.sum_over_job(vec![loss_sum as f32])?[0] as f64;
         Ok((model, loss))
+    }
+
+    /// Waits until this device's stage transfers have all been sent; the time they took and
+    /// the time this device waited for them since the last call (zero without a pipeline).
+    pub(super) fn wait_for_sends(&self) -> Result<TransferTime, EngineError> {
+        let Some(sender) = &self.sender else {
+            return Ok(TransferTime::default());
+        };
+        sender.wait_for_all()?;
+        Ok(sender.take_time())
     }
 }
 

@@ -71,4 +71,12 @@ pub struct DeviceRun {
     /// loss report (evaluation, checkpoints and the closing reports excluded): what the
     /// planner's `sent_bytes` predicts.
     pub step_sent_bytes: f64,
+    /// Mean seconds per optimizer step of the device's pipeline transfers (activations and
+    /// input gradients), each from its hand-over to the sending thread to its last send:
+    /// the wait for the pass that produced it, the copy to the host, the sends. Zero without
+    /// a pipeline.
+    pub transfer_seconds_per_step: f64,
+    /// The part of [`Self::transfer_seconds_per_step`] the device did not wait for: transfer
+    /// time hidden behind its compute.
+    pub hidden_transfer_seconds_per_step: f64,
 }
