@@ -145,6 +145,7 @@ pub fn model_spec(
         classes: config.classes,
         seq_len: options.seq_len.min(graph.num_nodes()),
         num_sequences: batch,
+        graph_sequences: sequence_count(graph, options.seq_len),
         max_distance: config.max_distance as usize,
         bytes_per_element: 4,
         scope: config.scope,

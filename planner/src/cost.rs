@@ -119,6 +119,11 @@ pub struct MemoryBreakdown {
     /// The attention pairs of the device's row block per in-flight sequence: one-byte distance
     /// buckets, `S_local × S` (full scope), or the near-pair index, 14 bytes a pair (hops).
     pub distance_buckets: f64,
+    /// The attention pairs of the sequences the device's sequence cache holds beyond those
+    /// in flight: every sequence of the graph it has uploaded, while
+    /// [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) has room.
+    #[serde(default)]
+    pub cached_sequences: f64,
 }
 
 impl MemoryBreakdown {
@@ -129,6 +134,7 @@ impl MemoryBreakdown {
             + self.optimizer_state
             + self.activations
             + self.distance_buckets
+            + self.cached_sequences
     }
 }
 
@@ -757,6 +763,7 @@ impl<'a> CostModel<'a> {
             optimizer_state: 2.0 * params,
             activations: sequences * ((rows + tokens) * per_node + key_table),
             distance_buckets: sequences * pairs,
+            cached_sequences: cached_pairs(model.graph_sequences, sequences, pairs),
         }
     }
 
@@ -819,6 +826,16 @@ impl<'a> CostModel<'a> {
         let ends = 2.0 * h * (model.features + model.classes) as f64;
         PASSES * (model.layers as f64 * per_layer + seq * ends)
     }
+}
+
+/// Bytes of attention pairs a device's sequence cache holds beyond the `in_flight`
+/// sequences' once it has uploaded each of the graph's `graph_sequences`, whose pairs take
+/// `pairs` bytes each on it: all of them, or as many bytes as
+/// [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) allows (the engine holds whole
+/// sequences, so it may hold up to one sequence less than that).
+fn cached_pairs(graph_sequences: usize, in_flight: f64, pairs: f64) -> f64 {
+    let held = (graph_sequences as f64 * pairs).min(crate::SEQUENCE_CACHE_BYTES as f64);
+    (held - in_flight * pairs).max(0.0)
 }
 
 #[cfg(test)]
@@ -1084,6 +1101,52 @@ mod tests {
         // Stage 0 keeps two micro-batches in flight, stage 1 one.
         let (first, last) = (&prediction.devices[0].memory, &prediction.devices[1].memory);
         assert!((first.distance_buckets / last.distance_buckets - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_sequence_cache_holds_the_graphs_other_sequences_up_to_its_budget() {
+        let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
+        let spec = cluster(devices, (1e10, 1e-5), vec![]);
+        let model = model(2, 512, 1);
+        let config = uniform_config(
+            2,
+            &model,
+            Degrees {
+                dp: 1,
+                pp: 1,
+                cp: 2,
+            },
+            1,
+        );
+        let with_graph = |graph_sequences, seq_len| {
+            let model = ModelSpec {
+                graph_sequences,
+                seq_len,
+                ..model.clone()
+            };
+            predict(&spec, &model, &config).devices[0].memory
+        };
+        let unknown = with_graph(0, 512);
+        assert_eq!(
+            unknown.cached_sequences, 0.0,
+            "no graph size given: nothing cached"
+        );
+        // A shard's pairs: its 256 rows × 512 keys, one byte each.
+        let four = with_graph(4, 512);
+        assert_eq!(four.distance_buckets, 256.0 * 512.0);
+        assert_eq!(four.cached_sequences, 3.0 * four.distance_buckets);
+        // 2^16 nodes: 2 GiB of a shard's pairs per sequence, beyond the cache's 1 GiB.
+        let long = with_graph(4, 1 << 16);
+        assert_eq!(
+            long.cached_sequences, 0.0,
+            "the sequence in flight fills the budget"
+        );
+        let mid = with_graph(64, 1 << 13);
+        assert_eq!(
+            mid.cached_sequences + mid.distance_buckets,
+            crate::SEQUENCE_CACHE_BYTES as f64,
+            "64 sequences of 32 MiB hold the budget"
+        );
     }
 
     proptest! {

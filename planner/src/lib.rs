@@ -49,3 +49,7 @@ pub use search::{exhaustive_search, search, search_fixed};
 
 /// The `schema_version` of every document this planner reads and writes.
 pub const SCHEMA_VERSION: u64 = 1;
+
+/// Device bytes of uploaded sequences the engine keeps on a device for reuse (its sequence
+/// cache; the sequences in flight are kept whatever their size), and the cost model counts.
+pub const SEQUENCE_CACHE_BYTES: u64 = 1 << 30;

@@ -42,6 +42,12 @@ pub struct ModelSpec {
     /// Sequences per optimizer step over all data-parallel replicas (the batch): each replica
     /// runs `num_sequences / dp` of them, one per micro-batch, so `dp` divides it.
     pub num_sequences: usize,
+    /// Sequences the graph is cut into: a device keeps every sequence it has uploaded in its
+    /// sequence cache while [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) has room,
+    /// and the cost model counts the held ones beyond those in flight (0: not given, then
+    /// only the in-flight sequences).
+    #[serde(default)]
+    pub graph_sequences: usize,
     /// Largest shortest-path distance with its own bias bucket; farther pairs share one.
     pub max_distance: usize,
     /// Bytes per element of parameters, optimizer state and activations.
@@ -97,6 +103,7 @@ impl ModelSpec {
             classes: 0,
             seq_len: 0,
             num_sequences: 0,
+            graph_sequences: 0,
             max_distance: 0,
             bytes_per_element: 0,
             scope: AttentionScope::Full,

@@ -123,14 +123,17 @@ pub(crate) fn arb_model() -> impl Strategy<Value = ModelSpec> {
             prop::sample::select(vec![1usize, 2, 4]),
         ),
         (32usize..=1024, 4usize..=1024, 2usize..=16, 0usize..=16),
+        0usize..=48,
     )
         .prop_map(
             |(
                 (layers, seq_len, num_sequences),
                 (hidden, heads),
                 (ffn_hidden, features, classes, max_distance),
+                more_sequences,
             )| {
                 ModelSpec {
+                    graph_sequences: num_sequences + more_sequences,
                     hidden,
                     heads,
                     ffn_hidden,

@@ -8,9 +8,9 @@ use burn::tensor::backend::Backend;
 
 use crate::{EngineError, model::SequenceTensors};
 
-/// Device bytes of uploaded sequences a worker keeps for reuse. The sequence in use is kept
-/// whatever its size.
-pub const DEVICE_CACHE_BYTES: u64 = 1 << 30;
+/// Device bytes of uploaded sequences a worker keeps for reuse (the planner's cost model
+/// counts them). The sequence in use is kept whatever its size.
+pub const DEVICE_CACHE_BYTES: u64 = megagraph_planner::SEQUENCE_CACHE_BYTES;
 
 /// Uploaded sequences by index, least recently used first.
 #[derive(Debug)]
