@@ -848,6 +848,17 @@ mod tests {
     use crate::testing::{arb_cluster, arb_model, cluster, device, model};
     use crate::{DeviceSpec, PairLink, Stage};
 
+    /// Two equal devices joined by `link` (bandwidth, latency) and `pairs`.
+    fn two_devices(link: (f64, f64), pairs: Vec<PairLink>) -> ClusterSpec {
+        let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
+        cluster(devices, link, pairs)
+    }
+
+    /// The uniform configuration of degrees `[dp, pp, cp]` over two devices.
+    fn on_two(model: &ModelSpec, [dp, pp, cp]: [usize; 3], micro_batches: usize) -> ParallelConfig {
+        uniform_config(2, model, Degrees { dp, pp, cp }, micro_batches)
+    }
+
     #[test]
     fn attention_counts_two_flops_per_multiply_add_and_a_double_backward() {
         // Infinite memory bandwidth leaves only the FLOP term.
@@ -1033,19 +1044,9 @@ mod tests {
             bandwidth: 1e8,
             latency: 1e-3,
         };
-        let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
-        let spec = cluster(devices, (1e11, 0.0), vec![slow]);
+        let spec = two_devices((1e11, 0.0), vec![slow]);
         let model = model(2, 2048, 1);
-        let config = uniform_config(
-            2,
-            &model,
-            Degrees {
-                dp: 1,
-                pp: 1,
-                cp: 2,
-            },
-            1,
-        );
+        let config = on_two(&model, [1, 1, 2], 1);
         let prediction = predict(&spec, &model, &config);
         // Per layer and per logit-propagation step, the other half of the rows' states goes
         // round the ring forward (hidden wide per layer, classes wide per step) and their
@@ -1063,19 +1064,9 @@ mod tests {
 
     #[test]
     fn one_f_one_b_step_is_paced_by_the_slowest_stage() {
-        let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
-        let spec = cluster(devices, (1e10, 1e-5), vec![]);
+        let spec = two_devices((1e10, 1e-5), vec![]);
         let model = model(4, 512, 4);
-        let config = uniform_config(
-            2,
-            &model,
-            Degrees {
-                dp: 1,
-                pp: 2,
-                cp: 1,
-            },
-            4,
-        );
+        let config = on_two(&model, [1, 2, 1], 4);
         let prediction = predict(&spec, &model, &config);
         let cost = CostModel::new(&spec, &model);
         let grid = Grid::of(&config);
@@ -1105,19 +1096,9 @@ mod tests {
 
     #[test]
     fn the_sequence_cache_holds_the_graphs_other_sequences_up_to_its_budget() {
-        let devices = vec![device("a", 1e12, 1e13, 1e12), device("b", 1e12, 1e13, 1e12)];
-        let spec = cluster(devices, (1e10, 1e-5), vec![]);
+        let spec = two_devices((1e10, 1e-5), vec![]);
         let model = model(2, 512, 1);
-        let config = uniform_config(
-            2,
-            &model,
-            Degrees {
-                dp: 1,
-                pp: 1,
-                cp: 2,
-            },
-            1,
-        );
+        let config = on_two(&model, [1, 1, 2], 1);
         let with_graph = |graph_sequences, seq_len| {
             let model = ModelSpec {
                 graph_sequences,
