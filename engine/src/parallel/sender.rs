@@ -44,6 +44,13 @@ pub struct TransferTime {
     pub exposed_seconds: f64,
 }
 
+impl std::ops::AddAssign for TransferTime {
+    fn add_assign(&mut self, other: Self) {
+        self.seconds += other.seconds;
+        self.exposed_seconds += other.exposed_seconds;
+    }
+}
+
 impl TransferTime {
     /// Seconds of transfer hidden behind the worker's compute.
     pub fn hidden_seconds(&self) -> f64 {

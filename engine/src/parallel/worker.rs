@@ -190,9 +190,7 @@ where
                 let (model, loss) =
                     self.step(batch, state.step(), self.model.clone(), &mut optimizer)?;
                 self.model = model;
-                let transferred = self.wait_for_sends()?;
-                transfers.seconds += transferred.seconds;
-                transfers.exposed_seconds += transferred.exposed_seconds;
+                transfers += self.wait_for_sends()?;
                 step_times.push(start.elapsed().as_secs_f64());
                 step_sent += self.comm.sent_bytes() - sent_before;
                 if !loss.is_finite() {
