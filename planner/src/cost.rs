@@ -120,7 +120,7 @@ pub struct MemoryBreakdown {
     /// buckets, `S_local × S` (full scope), or the near-pair index, 14 bytes a pair (hops).
     pub distance_buckets: f64,
     /// The attention pairs of the sequences the device's sequence cache holds beyond those
-    /// in flight: every sequence of the graph it has uploaded, while
+    /// in flight: every sequence of the graph it has uploaded, while its node share of
     /// [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) has room.
     #[serde(default)]
     pub cached_sequences: f64,
@@ -763,7 +763,7 @@ impl<'a> CostModel<'a> {
             optimizer_state: 2.0 * params,
             activations: sequences * ((rows + tokens) * per_node + key_table),
             distance_buckets: sequences * pairs,
-            cached_sequences: cached_pairs(model.graph_sequences, sequences, pairs),
+            cached_sequences: cached_pairs(model.graph_sequences, sequences, pairs, share),
         }
     }
 
@@ -830,11 +830,13 @@ impl<'a> CostModel<'a> {
 
 /// Bytes of attention pairs a device's sequence cache holds beyond the `in_flight`
 /// sequences' once it has uploaded each of the graph's `graph_sequences`, whose pairs take
-/// `pairs` bytes each on it: all of them, or as many bytes as
-/// [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) allows (the engine holds whole
-/// sequences, so it may hold up to one sequence less than that).
-fn cached_pairs(graph_sequences: usize, in_flight: f64, pairs: f64) -> f64 {
-    let held = (graph_sequences as f64 * pairs).min(crate::SEQUENCE_CACHE_BYTES as f64);
+/// `pairs` bytes each on it at node share `share`: all of them, or as many bytes as its part
+/// of the budget allows, [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) × `share`
+/// (the engine's budget, so that every shard of a group holds as many sequences; it holds
+/// whole sequences, so it may hold up to one sequence less than that). Linear in the share,
+/// as balancing needs.
+fn cached_pairs(graph_sequences: usize, in_flight: f64, pairs: f64, share: f64) -> f64 {
+    let held = (graph_sequences as f64 * pairs).min(crate::SEQUENCE_CACHE_BYTES as f64 * share);
     (held - in_flight * pairs).max(0.0)
 }
 
@@ -1122,11 +1124,13 @@ mod tests {
             long.cached_sequences, 0.0,
             "the sequence in flight fills the budget"
         );
+        // Each of the two shards (node share 1/2) has half the budget: every shard of a group
+        // holds as many sequences.
         let mid = with_graph(64, 1 << 13);
         assert_eq!(
             mid.cached_sequences + mid.distance_buckets,
-            crate::SEQUENCE_CACHE_BYTES as f64,
-            "64 sequences of 32 MiB hold the budget"
+            crate::SEQUENCE_CACHE_BYTES as f64 / 2.0,
+            "64 sequences of 32 MiB fill the shard's half of the budget"
         );
     }
 

@@ -50,6 +50,8 @@ pub use search::{exhaustive_search, search, search_fixed};
 /// The `schema_version` of every document this planner reads and writes.
 pub const SCHEMA_VERSION: u64 = 1;
 
-/// Device bytes of uploaded sequences the engine keeps on a device for reuse (its sequence
-/// cache; the sequences in flight are kept whatever their size), and the cost model counts.
+/// Device bytes of uploaded sequences the engine keeps for reuse per sequence: each device's
+/// sequence cache has its node share of it (a context-parallel shard with a quarter of the
+/// rows has a quarter, so every shard of a group holds as many sequences, and the cost model's
+/// term stays linear in the share); the sequences in flight are kept whatever their size.
 pub const SEQUENCE_CACHE_BYTES: u64 = 1 << 30;

@@ -43,7 +43,8 @@ pub struct ModelSpec {
     /// runs `num_sequences / dp` of them, one per micro-batch, so `dp` divides it.
     pub num_sequences: usize,
     /// Sequences the graph is cut into: a device keeps every sequence it has uploaded in its
-    /// sequence cache while [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) has room,
+    /// sequence cache while its node share of
+    /// [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) has room,
     /// and the cost model counts the held ones beyond those in flight (0: not given, then
     /// only the in-flight sequences).
     #[serde(default)]

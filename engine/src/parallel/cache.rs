@@ -8,9 +8,14 @@ use burn::tensor::backend::Backend;
 
 use crate::{EngineError, model::SequenceTensors};
 
-/// Device bytes of uploaded sequences a worker keeps for reuse (the planner's cost model
-/// counts them). The sequence in use is kept whatever its size.
-pub const DEVICE_CACHE_BYTES: u64 = megagraph_planner::SEQUENCE_CACHE_BYTES;
+/// Device bytes of uploaded sequences a worker whose shard holds `node_share` of each
+/// sequence's rows keeps for reuse: that share of the planner's
+/// [`SEQUENCE_CACHE_BYTES`](megagraph_planner::SEQUENCE_CACHE_BYTES), so that every shard of
+/// a context-parallel group holds about as many sequences (the cost model counts them). The
+/// sequence in use is kept whatever its size.
+pub fn device_cache_bytes(node_share: f64) -> u64 {
+    (megagraph_planner::SEQUENCE_CACHE_BYTES as f64 * node_share.clamp(0.0, 1.0)) as u64
+}
 
 /// Uploaded sequences by index, least recently used first.
 #[derive(Debug)]
@@ -64,6 +69,14 @@ mod tests {
     use crate::device::CpuBackend;
     use crate::graph::{Graph, SyntheticSpec};
     use crate::model::{HostSequence, ModelConfig};
+
+    #[test]
+    fn a_shard_has_its_node_share_of_the_budget() {
+        let whole = megagraph_planner::SEQUENCE_CACHE_BYTES;
+        assert_eq!(device_cache_bytes(1.0), whole);
+        assert_eq!(device_cache_bytes(0.25), whole / 4);
+        assert_eq!(device_cache_bytes(0.0), 0);
+    }
 
     #[test]
     fn uploads_once_and_evicts_the_least_recently_used() -> Result<(), Box<dyn std::error::Error>> {

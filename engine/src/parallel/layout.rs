@@ -161,6 +161,14 @@ impl Layout {
         Ok(split_rows(nodes, &shares))
     }
 
+    /// The fraction of each sequence's rows the device at `role` holds: its node share over
+    /// the sum of its (replica, stage) group's.
+    pub fn node_share(&self, role: Role) -> f64 {
+        let group = self.shard_group(role.replica, role.stage);
+        let share = |d: &Rank| self.config.node_shares[*d];
+        share(&group[role.shard]) / group.iter().map(share).sum::<f64>()
+    }
+
     /// The row range of `shard` from [`Layout::shard_rows`].
     pub fn shard_range(rows: &[usize], shard: usize) -> Range<usize> {
         let start: usize = rows[..shard].iter().sum();
@@ -241,6 +249,31 @@ mod tests {
         assert_eq!(layout.batch(), 4);
         assert_eq!(layout.part(0).layers, 0..1);
         assert!(layout.part(1).output && !layout.part(1).embedding);
+        Ok(())
+    }
+
+    #[test]
+    fn a_shards_node_share_is_its_part_of_its_groups_rows() -> Result<(), EngineError> {
+        // dp1-pp2-cp2: stage 0 on devices 0 and 1 at 3:1, stage 1 on devices 2 and 3 at 1:1.
+        let stages = vec![
+            Stage {
+                layers: [0, 1],
+                devices: vec![vec![0, 1]],
+            },
+            Stage {
+                layers: [1, 2],
+                devices: vec![vec![2, 3]],
+            },
+        ];
+        let shares = vec![0.75, 0.25, 0.5, 0.5];
+        let layout = Layout::new(config("dp1-pp2-cp2", stages, shares, 1), 4, 2)?;
+        let share = |rank| layout.node_share(layout.role(rank).expect("in the plan"));
+        assert_eq!([share(0), share(1)], [0.75, 0.25]);
+        assert_eq!([share(2), share(3)], [0.5, 0.5]);
+        assert_eq!(
+            Layout::single(2).node_share(Layout::single(2).role(0).expect("one")),
+            1.0
+        );
         Ok(())
     }
 

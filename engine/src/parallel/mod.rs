@@ -31,7 +31,7 @@ mod sender;
 mod transfer;
 mod worker;
 
-pub use cache::DEVICE_CACHE_BYTES;
+pub use cache::device_cache_bytes;
 pub use checkpointing::CheckpointOptions;
 pub(crate) use layout::split_rows;
 pub use layout::{Layout, Role};

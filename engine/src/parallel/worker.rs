@@ -19,7 +19,7 @@ use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
 
 use super::{
     CheckpointOptions, Layout, Pass, Role,
-    cache::{DEVICE_CACHE_BYTES, DeviceCache},
+    cache::{DeviceCache, device_cache_bytes},
     grads::all_reduce_gradients,
     memory_watch::MemoryWatch,
     one_forward_one_backward,
@@ -137,7 +137,9 @@ where
             comm: comm.clone(),
             everyone: layout.ranks(),
             memory: MemoryWatch::default(),
-            cache: RefCell::new(DeviceCache::new(DEVICE_CACHE_BYTES)),
+            cache: RefCell::new(DeviceCache::new(device_cache_bytes(
+                layout.node_share(role),
+            ))),
             sender: (layout.degrees().pp > 1).then(|| {
                 StageSender::start(rank, comm.clone(), StageSender::synchronous_from_env())
             }),
