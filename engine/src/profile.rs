@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use burn::tensor::{Distribution, Int, Tensor, TensorData, backend::Backend};
-use megagraph_planner::{ClusterSpec, DeviceSpec, Link, Overhead, SCHEMA_VERSION};
+use megagraph_planner::{
+    ClusterSpec, DeviceSpec, Link, ModelSpec, Overhead, ParallelConfig, SCHEMA_VERSION, predict,
+};
 use serde::{Deserialize, Serialize};
 
 use burn::backend::wgpu::WgpuDevice;
@@ -16,7 +18,7 @@ use crate::{
         AdapterSelector, AdapterSummary, WgpuAutodiff, WgpuBackend, declare_adapters,
         describe_adapter, list_adapters, open_wgpu,
     },
-    graph::{SbmParams, sbm},
+    graph::{Graph, SbmParams, induced_subgraph, sbm},
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
     model::{GraphTransformer, HostSequence, ModelConfig},
     timing::{best_seconds, best_seconds_within},
@@ -193,28 +195,28 @@ const OVERHEAD_BUDGET_SECONDS: f64 = 0.5;
 /// their difference.
 const OVERHEAD_LAYERS: [usize; 2] = [1, 3];
 
-/// What the engine's model costs on `device` beyond its arithmetic, per transformer layer and
-/// for the embedding and head together (forward and backward over one sequence): kernel
-/// dispatch, autodiff bookkeeping and burn's small element-wise kernels, on the host and on
-/// the device. Timed on the model itself (dropout on, as in training) at width 8, at 1 and 3
-/// layers (a layer is half the difference, the ends the rest of the 1-layer time) and
-/// at two sequence lengths (fixed part and part per row); a layer's attention arithmetic at
-/// the device's measured `attention_rate` (FLOP/s) is taken off, the rest of the arithmetic
-/// of a width-8 model being negligible.
-fn overheads(device: &WgpuDevice, attention_rate: f64) -> (Overhead, Overhead) {
+/// What the engine's model costs on `device` beyond what the planner's cost model predicts
+/// of it, per transformer layer and for the embedding and head together (forward and
+/// backward over one sequence): kernel dispatch, autodiff bookkeeping and burn's small
+/// element-wise kernels, on the host and on the device. Timed on the model itself at the
+/// default width (`ModelConfig::new`: hidden 64, 4 heads, dropout on as in training), at 1
+/// and 3 layers (a layer is half the difference, the ends the rest of the 1-layer time) and
+/// at two sequence lengths (fixed part and part per row). What the planner predicts of the
+/// same runs on a device of `flops` and `mem_bandwidth` alone is taken off, so a one-device
+/// prediction at this width adds up to the measurement by construction. (The overhead
+/// hardly depends on the width from 16 to 128, but a width-8 model showed a third of it:
+/// models far narrower than the default are predicted slower than they run.)
+fn overheads(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> (Overhead, Overhead) {
     let [short, long] = OVERHEAD_NODES;
     let [few, many] = OVERHEAD_LAYERS;
-    let (hidden, heads) = (8, 2);
     let graph = sbm(&SbmParams::new(long, 3, 0)).expect("a small SBM graph always generates");
-    let time = |nodes: usize, layers: usize| {
-        let config = ModelConfig {
-            hidden,
-            heads,
-            ffn_hidden: 2 * hidden,
-            layers,
-            ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
-        };
-        let host = HostSequence::new(&graph, (0..nodes as u32).collect(), &config);
+    let config = |layers: usize| ModelConfig {
+        layers,
+        ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+    };
+    let time = |nodes: &[u32], layers: usize| {
+        let config = config(layers);
+        let host = HostSequence::new(&graph, nodes.to_vec(), &config);
         let seq = host.to_device::<WgpuAutodiff>(&graph, &config, device);
         let model = GraphTransformer::<WgpuAutodiff>::new(&config, device);
         best_seconds_within(OVERHEAD_BUDGET_SECONDS, || {
@@ -223,14 +225,18 @@ fn overheads(device: &WgpuDevice, attention_rate: f64) -> (Overhead, Overhead) {
             let _ = WgpuBackend::sync(device);
         })
     };
-    // (per layer beyond its attention arithmetic, ends) at `nodes`.
-    let split = |nodes: usize| {
-        let (one, more) = (time(nodes, few), time(nodes, many));
-        let layer = ((more - one) / (many - few) as f64).max(0.0);
-        // Forward + backward attention FLOPs, counted as `attention_flops` counts them.
-        let arithmetic = 14.0 * (nodes * nodes * hidden) as f64 / attention_rate;
-        let ends = (one - few as f64 * layer).max(0.0);
-        ((layer - arithmetic).max(0.0), ends)
+    let cluster = alone(flops, mem_bandwidth);
+    // (per layer, ends) beyond the prediction at `nodes`.
+    let split = |count: usize| {
+        let nodes: Vec<u32> = (0..count as u32).collect();
+        let (one, more) = (time(&nodes, few), time(&nodes, many));
+        let layer = (more - one) / (many - few) as f64;
+        let ends = one - few as f64 * layer;
+        let predicted = predicted_passes(&cluster, &graph, &nodes, &config(few));
+        (
+            (layer - predicted.layer).max(0.0),
+            (ends - predicted.ends).max(0.0),
+        )
     };
     let (at_short, at_long) = (split(short), split(long));
     let line = |a: f64, b: f64| {
@@ -241,6 +247,73 @@ fn overheads(device: &WgpuDevice, attention_rate: f64) -> (Overhead, Overhead) {
         }
     };
     (line(at_short.0, at_long.0), line(at_short.1, at_long.1))
+}
+
+/// A cluster of one device with these rates, no overheads and memory to spare: what the
+/// planner would predict of a device measured alone, before its overheads are known.
+fn alone(flops: f64, mem_bandwidth: f64) -> ClusterSpec {
+    ClusterSpec {
+        schema_version: SCHEMA_VERSION,
+        devices: vec![DeviceSpec {
+            name: "measured".into(),
+            memory_bytes: f64::MAX,
+            flops,
+            mem_bandwidth,
+            process: 0,
+            adapter: None,
+            max_buffer_bytes: None,
+            hardware: None,
+            layer_overhead: None,
+            end_overhead: None,
+        }],
+        link: Link {
+            bandwidth: mem_bandwidth,
+            latency: 0.0,
+        },
+        links: Vec::new(),
+    }
+}
+
+/// Seconds of one forward and backward of a sequence, as the planner predicts them.
+struct PredictedPasses {
+    /// Per transformer layer: attention, message passing and FFN.
+    layer: f64,
+    /// The embedding and head together.
+    ends: f64,
+}
+
+/// What the planner predicts of one forward and backward of `config` over the sequence of
+/// `graph`'s `nodes` on `cluster`'s one device.
+fn predicted_passes(
+    cluster: &ClusterSpec,
+    graph: &Graph,
+    nodes: &[u32],
+    config: &ModelConfig,
+) -> PredictedPasses {
+    let edges = nodes.len() + 2 * induced_subgraph(graph.adjacency(), nodes).num_edges();
+    let model = ModelSpec {
+        schema_version: SCHEMA_VERSION,
+        layers: config.layers,
+        hidden: config.hidden,
+        heads: config.heads,
+        ffn_hidden: config.ffn_hidden,
+        features: config.features,
+        classes: config.classes,
+        seq_len: nodes.len(),
+        num_sequences: 1,
+        graph_sequences: 1,
+        max_distance: config.max_distance as usize,
+        bytes_per_element: 4,
+        scope: config.scope,
+        global_tokens: config.global_tokens,
+        edges_per_node: edges as f64 / nodes.len() as f64,
+        ..ModelSpec::full_scope()
+    };
+    let time = predict(cluster, &model, &ParallelConfig::one_device(config.layers)).devices[0].time;
+    PredictedPasses {
+        layer: (time.attention + time.message_passing + time.ffn) / config.layers as f64,
+        ends: time.embedding + time.head,
+    }
 }
 
 /// What a measured device shares with the others (the planner divides its rates among the
@@ -344,6 +417,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             }
         };
         let attention = series(&[256, 1024], |seq| attention_flops(device, seq));
+        let bandwidth = mem_bandwidth(device);
         // Measured once per adapter: logical devices of one adapter run the same code on the
         // same hardware, and a second measurement would only add noise between them.
         let (layer_overhead, end_overhead) = if options.skip_overheads {
@@ -351,7 +425,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         } else {
             let (layer, ends) = *overheads_of
                 .entry(adapter.id.clone())
-                .or_insert_with(|| overheads(device, best(&attention)));
+                .or_insert_with(|| overheads(device, best(&attention), bandwidth));
             (Some(layer), Some(ends))
         };
         let measured = DeviceMeasurement {
@@ -361,7 +435,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             embedding_bytes_per_second: series(&[1 << 12, 1 << 16], |n| {
                 embedding_bytes_per_second(device, n)
             }),
-            mem_bandwidth: mem_bandwidth(device),
+            mem_bandwidth: bandwidth,
             layer_overhead,
             end_overhead,
             shared_attention_flops: None,

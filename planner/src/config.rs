@@ -121,6 +121,23 @@ pub struct ParallelConfig {
 }
 
 impl ParallelConfig {
+    /// Device 0 alone running all `layers` layers, one micro-batch.
+    pub fn one_device(layers: usize) -> Self {
+        ParallelConfig {
+            degrees: Degrees {
+                dp: 1,
+                pp: 1,
+                cp: 1,
+            },
+            stages: vec![Stage {
+                layers: [0, layers],
+                devices: vec![vec![0]],
+            }],
+            node_shares: vec![1.0],
+            micro_batches: 1,
+        }
+    }
+
     /// The device of `replica`, `stage` and `shard`.
     pub fn device(&self, replica: usize, stage: usize, shard: usize) -> usize {
         self.stages[stage].devices[replica][shard]

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use megagraph_planner::{Degrees, ParallelConfig, Stage};
+use megagraph_planner::{Degrees, ParallelConfig};
 
 use crate::{EngineError, comm::Rank, model::ModelPart};
 
@@ -28,24 +28,8 @@ pub struct Layout {
 impl Layout {
     /// One device running everything.
     pub fn single(layers: usize) -> Self {
-        Self::new(
-            ParallelConfig {
-                degrees: Degrees {
-                    dp: 1,
-                    pp: 1,
-                    cp: 1,
-                },
-                stages: vec![Stage {
-                    layers: [0, layers],
-                    devices: vec![vec![0]],
-                }],
-                node_shares: vec![1.0],
-                micro_batches: 1,
-            },
-            1,
-            layers,
-        )
-        .expect("the single-device layout is valid for a model with layers")
+        Self::new(ParallelConfig::one_device(layers), 1, layers)
+            .expect("the single-device layout is valid for a model with layers")
     }
 
     /// Checks `config` against the `available` devices and a model of `layers` layers.
@@ -201,6 +185,7 @@ pub(crate) fn split_rows(nodes: usize, shares: &[f64]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use megagraph_planner::Stage;
 
     fn config(text: &str, stages: Vec<Stage>, shares: Vec<f64>, micro: usize) -> ParallelConfig {
         ParallelConfig {
