@@ -43,6 +43,14 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
                     && o.per_row.is_finite())),
             "overheads measured: {device:?}"
         );
+        assert!(
+            device
+                .step_overhead
+                .is_some_and(|o| o.per_layer + o.ends > 0.0
+                    && o.per_layer.is_finite()
+                    && o.ends.is_finite()),
+            "optimizer step overhead measured: {device:?}"
+        );
     }
     let ids: Vec<String> = spec
         .devices

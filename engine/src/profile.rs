@@ -2,11 +2,15 @@
 //! embedding-gather throughput, memory bandwidth, and the host-staged copy link between
 //! devices.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, time::Instant};
 
+use burn::optim::{
+    AdamConfig, GradientsAccumulator, GradientsParams, Optimizer, decay::WeightDecayConfig,
+};
 use burn::tensor::{Distribution, Int, Tensor, TensorData, backend::Backend};
 use megagraph_planner::{
-    ClusterSpec, DeviceSpec, Link, ModelSpec, Overhead, ParallelConfig, SCHEMA_VERSION, predict,
+    ClusterSpec, DeviceSpec, Link, ModelSpec, Overhead, ParallelConfig, SCHEMA_VERSION,
+    StepOverhead, predict,
 };
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +24,7 @@ use crate::{
     },
     graph::{Graph, SbmParams, induced_subgraph, sbm},
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
-    model::{GraphTransformer, HostSequence, ModelConfig},
+    model::{GraphTransformer, HostSequence, ModelConfig, ModelOptimizer},
     timing::{best_seconds, best_seconds_within},
 };
 
@@ -74,6 +78,10 @@ pub struct DeviceMeasurement {
     pub layer_overhead: Option<Overhead>,
     /// The same for the embedding and head together (the planner's `end_overhead`).
     pub end_overhead: Option<Overhead>,
+    /// What an optimizer step costs beyond Adam's arithmetic, per layer and for the ends (the
+    /// planner's `step_overhead`; see `step_overhead`).
+    #[serde(default)]
+    pub step_overhead: Option<StepOverhead>,
     /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
     /// (they share the adapter's compute). The planner's `flops` is the rate of a device alone
     /// on the adapter, which it divides among the devices a plan keeps busy: the lower of
@@ -249,6 +257,63 @@ fn overheads(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> (Overhead, 
     (line(at_short.0, at_long.0), line(at_short.1, at_long.1))
 }
 
+/// What an optimizer step costs on `device` beyond what the planner predicts of it (Adam's
+/// arithmetic and memory traffic): gradient bookkeeping and Adam's small kernels on every
+/// parameter tensor, which no forward or backward shows. Timed as the engine's worker runs a
+/// step (gradients accumulated, then Adam with weight decay) on the default-width model at 1
+/// and 3 layers, after a forward and backward outside the timing; a layer is half the
+/// difference, the ends the rest of the 1-layer time.
+fn step_overhead(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> StepOverhead {
+    let [few, many] = OVERHEAD_LAYERS;
+    let nodes: Vec<u32> = (0..OVERHEAD_NODES[0] as u32).collect();
+    let graph = sbm(&SbmParams::new(nodes.len(), 3, 0)).expect("a small SBM graph generates");
+    let config = |layers: usize| ModelConfig {
+        layers,
+        ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+    };
+    let time = |layers: usize| {
+        let config = config(layers);
+        let host = HostSequence::new(&graph, nodes.clone(), &config);
+        let seq = host.to_device::<WgpuAutodiff>(&graph, &config, device);
+        let mut model = GraphTransformer::<WgpuAutodiff>::new(&config, device);
+        let mut optimizer: ModelOptimizer<WgpuAutodiff> = AdamConfig::new()
+            .with_weight_decay(Some(WeightDecayConfig::new(1e-4)))
+            .init();
+        let mut best = f64::INFINITY;
+        // A warm-up step (its kernels compile there), then timed ones within the budget.
+        let (mut timed, mut runs) = (0.0, 0);
+        while runs < 4 && timed < OVERHEAD_BUDGET_SECONDS {
+            let grads = model.forward(&seq).sum().backward();
+            let _ = WgpuBackend::sync(device);
+            let start = Instant::now();
+            let mut accumulator = GradientsAccumulator::<GraphTransformer<WgpuAutodiff>>::new();
+            accumulator.accumulate(&model, GradientsParams::from_grads(grads, &model));
+            model = optimizer.step(1e-3, model, accumulator.grads());
+            let _ = WgpuBackend::sync(device);
+            let seconds = start.elapsed().as_secs_f64();
+            if runs > 0 {
+                best = best.min(seconds);
+                timed += seconds;
+            }
+            runs += 1;
+        }
+        best
+    };
+    let cluster = alone(flops, mem_bandwidth);
+    let predicted = |layers: usize| {
+        let model = model_spec(&graph, &nodes, &config(layers));
+        predict(&cluster, &model, &ParallelConfig::one_device(layers)).devices[0]
+            .time
+            .optimizer
+    };
+    let (one, more) = (time(few) - predicted(few), time(many) - predicted(many));
+    let per_layer = ((more - one) / (many - few) as f64).max(0.0);
+    StepOverhead {
+        per_layer,
+        ends: (one - few as f64 * per_layer).max(0.0),
+    }
+}
+
 /// A cluster of one device with these rates, no overheads and memory to spare: what the
 /// planner would predict of a device measured alone, before its overheads are known.
 fn alone(flops: f64, mem_bandwidth: f64) -> ClusterSpec {
@@ -265,6 +330,7 @@ fn alone(flops: f64, mem_bandwidth: f64) -> ClusterSpec {
             hardware: None,
             layer_overhead: None,
             end_overhead: None,
+            step_overhead: None,
         }],
         link: Link {
             bandwidth: mem_bandwidth,
@@ -290,8 +356,18 @@ fn predicted_passes(
     nodes: &[u32],
     config: &ModelConfig,
 ) -> PredictedPasses {
+    let model = model_spec(graph, nodes, config);
+    let time = predict(cluster, &model, &ParallelConfig::one_device(config.layers)).devices[0].time;
+    PredictedPasses {
+        layer: (time.attention + time.message_passing + time.ffn) / config.layers as f64,
+        ends: time.embedding + time.head,
+    }
+}
+
+/// The planner's view of `config` over the one sequence of `graph`'s `nodes`.
+fn model_spec(graph: &Graph, nodes: &[u32], config: &ModelConfig) -> ModelSpec {
     let edges = nodes.len() + 2 * induced_subgraph(graph.adjacency(), nodes).num_edges();
-    let model = ModelSpec {
+    ModelSpec {
         schema_version: SCHEMA_VERSION,
         layers: config.layers,
         hidden: config.hidden,
@@ -308,11 +384,6 @@ fn predicted_passes(
         global_tokens: config.global_tokens,
         edges_per_node: edges as f64 / nodes.len() as f64,
         ..ModelSpec::full_scope()
-    };
-    let time = predict(cluster, &model, &ParallelConfig::one_device(config.layers)).devices[0].time;
-    PredictedPasses {
-        layer: (time.attention + time.message_passing + time.ffn) / config.layers as f64,
-        ends: time.embedding + time.head,
     }
 }
 
@@ -420,13 +491,16 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         let bandwidth = mem_bandwidth(device);
         // Measured once per adapter: logical devices of one adapter run the same code on the
         // same hardware, and a second measurement would only add noise between them.
-        let (layer_overhead, end_overhead) = if options.skip_overheads {
-            (None, None)
+        let (layer_overhead, end_overhead, step_overhead) = if options.skip_overheads {
+            (None, None, None)
         } else {
-            let (layer, ends) = *overheads_of
-                .entry(adapter.id.clone())
-                .or_insert_with(|| overheads(device, best(&attention), bandwidth));
-            (Some(layer), Some(ends))
+            let flops = best(&attention);
+            let (layer, ends, step) =
+                *overheads_of.entry(adapter.id.clone()).or_insert_with(|| {
+                    let (layer, ends) = overheads(device, flops, bandwidth);
+                    (layer, ends, step_overhead(device, flops, bandwidth))
+                });
+            (Some(layer), Some(ends), Some(step))
         };
         let measured = DeviceMeasurement {
             name: name.clone(),
@@ -438,6 +512,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             mem_bandwidth: bandwidth,
             layer_overhead,
             end_overhead,
+            step_overhead,
             shared_attention_flops: None,
         };
         specs.push(DeviceSpec {
@@ -455,6 +530,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             hardware: shared_hardware(adapter, targets.len(), software, options),
             layer_overhead: measured.layer_overhead,
             end_overhead: measured.end_overhead,
+            step_overhead: measured.step_overhead,
         });
         measurements.push(measured);
     }

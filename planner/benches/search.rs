@@ -56,6 +56,7 @@ fn cluster(nodes: usize, kinds: usize) -> ClusterSpec {
                 hardware: None,
                 layer_overhead: None,
                 end_overhead: None,
+                step_overhead: None,
             });
         }
         for a in 0..8 {

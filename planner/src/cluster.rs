@@ -60,6 +60,11 @@ pub struct DeviceSpec {
     /// one of them is charged half; absent: none counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_overhead: Option<Overhead>,
+    /// What an optimizer step costs beyond Adam's arithmetic and memory traffic (gradient
+    /// bookkeeping, Adam's small kernels on every parameter tensor), once per step whatever
+    /// the micro-batches (absent: none counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_overhead: Option<StepOverhead>,
 }
 
 /// Seconds of overhead on one sequence: `fixed + per_row · rows`, for the rows a device holds.
@@ -77,6 +82,17 @@ impl Overhead {
     pub fn at(&self, rows: f64) -> f64 {
         self.fixed + self.per_row * rows
     }
+}
+
+/// Seconds of overhead of one optimizer step: per transformer layer a device updates, and for
+/// the embedding and head together (a stage with one of them is charged half).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepOverhead {
+    /// Seconds per transformer layer.
+    pub per_layer: f64,
+    /// Seconds for the embedding and head together.
+    pub ends: f64,
 }
 
 /// Whether a process number is the default.
@@ -204,14 +220,21 @@ impl DeviceSpec {
             }
         }
         let overheads = [
-            ("layer_overhead", self.layer_overhead),
-            ("end_overhead", self.end_overhead),
+            (
+                "layer_overhead",
+                self.layer_overhead.map(|o| [o.fixed, o.per_row]),
+            ),
+            (
+                "end_overhead",
+                self.end_overhead.map(|o| [o.fixed, o.per_row]),
+            ),
+            (
+                "step_overhead",
+                self.step_overhead.map(|o| [o.per_layer, o.ends]),
+            ),
         ];
         for (field, overhead) in overheads {
-            let Some(Overhead { fixed, per_row }) = overhead else {
-                continue;
-            };
-            for value in [fixed, per_row] {
+            for value in overhead.into_iter().flatten() {
                 if !(value.is_finite() && value >= 0.0) {
                     return Err(PlannerError::Device {
                         index,

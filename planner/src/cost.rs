@@ -412,6 +412,11 @@ impl Place {
     fn last_stage(&self) -> bool {
         self.cell.stage + 1 == self.degrees.pp
     }
+
+    /// How many of the embedding and the head the device runs: 0, 1 or 2.
+    fn ends(&self) -> f64 {
+        f64::from(u8::from(self.first_stage()) + u8::from(self.last_stage()))
+    }
 }
 
 /// A cluster and model with the link between every pair looked up once.
@@ -647,7 +652,7 @@ impl<'a> CostModel<'a> {
                 2.0 * (link.latency + (rows + tokens) * h * b / link.bandwidth)
             })
             .fold(0.0, |sum, t| sum + t);
-        let ends = f64::from(u8::from(place.first_stage()) + u8::from(place.last_stage()));
+        let ends = place.ends();
         // The overhead runs on the hardware the device shares, like its kernels.
         let overhead = |o: Option<Overhead>| place.sharing * o.map_or(0.0, |o| o.at(rows + tokens));
         TimeBreakdown {
@@ -709,7 +714,12 @@ impl<'a> CostModel<'a> {
         } else {
             0.0
         };
-        let optimizer = params * ADAM_FLOPS / rate + ADAM_TRAFFIC * bytes / bandwidth;
+        let device = &self.cluster.devices[place.cell.device];
+        // Like the layers' overhead, it runs on the hardware the device shares.
+        let overhead = device.step_overhead.map_or(0.0, |o| {
+            place.sharing * (place.layers as f64 * o.per_layer + place.ends() / 2.0 * o.ends)
+        });
+        let optimizer = params * ADAM_FLOPS / rate + ADAM_TRAFFIC * bytes / bandwidth + overhead;
         (allreduce, optimizer)
     }
 
@@ -848,7 +858,7 @@ mod tests {
     use crate::baseline::uniform_config;
     use crate::enumerate::{all_degrees, micro_batching};
     use crate::testing::{arb_cluster, arb_model, cluster, device, model};
-    use crate::{DeviceSpec, PairLink, Stage};
+    use crate::{DeviceSpec, PairLink, Stage, StepOverhead};
 
     /// Two equal devices joined by `link` (bandwidth, latency) and `pairs`.
     fn two_devices(link: (f64, f64), pairs: Vec<PairLink>) -> ClusterSpec {
@@ -1036,6 +1046,38 @@ mod tests {
             (charged / expected - 1.0).abs() < 1e-12,
             "{charged} vs {expected}"
         );
+    }
+
+    #[test]
+    fn the_step_overhead_is_charged_once_per_step_for_a_stage_s_layers_and_ends() {
+        let step_overhead = Some(StepOverhead {
+            per_layer: 2e-3,
+            ends: 6e-3,
+        });
+        let plain = two_devices((1e9, 0.0), vec![]);
+        let mut with = plain.clone();
+        for d in &mut with.devices {
+            d.step_overhead = step_overhead;
+        }
+        let model = model(3, 256, 4);
+        let pp2 = on_two(&model, [1, 2, 1], 4);
+        let optimizer = |spec: &ClusterSpec| {
+            let prediction = predict(spec, &model, &pp2);
+            [0, 1].map(|d| prediction.devices[d].time.optimizer)
+        };
+        let (base, charged) = (optimizer(&plain), optimizer(&with));
+        // Four micro-batches, one step: each stage's layers once and one of the two ends.
+        for (d, layers) in [
+            (0, pp2.stages[0].layer_count()),
+            (1, pp2.stages[1].layer_count()),
+        ] {
+            let expected = layers as f64 * 2e-3 + 3e-3;
+            let extra = charged[d] - base[d];
+            assert!(
+                (extra / expected - 1.0).abs() < 1e-9,
+                "{extra} vs {expected}"
+            );
+        }
     }
 
     #[test]

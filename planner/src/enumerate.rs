@@ -52,6 +52,7 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
             && x.hardware == y.hardware
             && x.layer_overhead == y.layer_overhead
             && x.end_overhead == y.end_overhead
+            && x.step_overhead == y.step_overhead
             && (0..n)
                 .filter(|&w| w != a && w != b)
                 .all(|w| cost.link(a, w) == cost.link(b, w))

@@ -34,7 +34,7 @@ mod stage;
 mod testing;
 
 pub use baseline::{Baseline, Baselines};
-pub use cluster::{ClusterSpec, DeviceSpec, Link, Overhead, PairLink, load_cluster};
+pub use cluster::{ClusterSpec, DeviceSpec, Link, Overhead, PairLink, StepOverhead, load_cluster};
 pub use config::{Degrees, ParallelConfig, Stage};
 pub use cost::{
     DevicePrediction, MEMORY_TOLERANCE, MemoryBreakdown, Prediction, TimeBreakdown, predict,

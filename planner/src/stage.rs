@@ -120,7 +120,7 @@ impl CellModel {
 struct CellKey {
     device: [u64; 4],
     buffer: Option<u64>,
-    overhead: [Option<[u64; 2]>; 2],
+    overhead: [Option<[u64; 2]>; 3],
     links: [Option<[u64; 2]>; 3],
 }
 
@@ -149,8 +149,12 @@ impl CellKey {
             ]
             .map(f64::to_bits),
             buffer: d.max_buffer_bytes.map(f64::to_bits),
-            overhead: [d.layer_overhead, d.end_overhead]
-                .map(|o| o.map(|o| [o.fixed.to_bits(), o.per_row.to_bits()])),
+            overhead: [
+                d.layer_overhead.map(|o| [o.fixed, o.per_row]),
+                d.end_overhead.map(|o| [o.fixed, o.per_row]),
+                d.step_overhead.map(|o| [o.per_layer, o.ends]),
+            ]
+            .map(|o| o.map(|o| o.map(f64::to_bits))),
             links: [
                 link_from(cell.ring_from),
                 link_from(cell.prev),

@@ -2,7 +2,9 @@
 
 use proptest::prelude::*;
 
-use crate::{ClusterSpec, DeviceSpec, Link, ModelSpec, Overhead, PairLink, SCHEMA_VERSION};
+use crate::{
+    ClusterSpec, DeviceSpec, Link, ModelSpec, Overhead, PairLink, SCHEMA_VERSION, StepOverhead,
+};
 
 /// A device with the given memory, FLOP/s and memory bandwidth.
 pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f64) -> DeviceSpec {
@@ -17,6 +19,7 @@ pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f
         hardware: None,
         layer_overhead: None,
         end_overhead: None,
+        step_overhead: None,
     }
 }
 
@@ -87,12 +90,17 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
                     .map(|&k| {
                         let (memory, flops, mem_bandwidth, max_buffer_bytes, shared, overhead) =
                             types[k];
+                        let step_overhead = overhead.map(|(fixed, per_row)| StepOverhead {
+                            per_layer: fixed,
+                            ends: fixed + 100.0 * per_row,
+                        });
                         let overhead = overhead.map(|(fixed, per_row)| Overhead { fixed, per_row });
                         DeviceSpec {
                             max_buffer_bytes,
                             hardware: shared.then(|| format!("hardware{k}")),
                             layer_overhead: overhead,
                             end_overhead: overhead,
+                            step_overhead,
                             ..device(&format!("type{k}"), memory, flops, mem_bandwidth)
                         }
                     })

@@ -8,7 +8,7 @@ use megagraph_engine::{
     device::AdapterSelector,
     profile::{Profile, ProfileOptions, SizedRate, profile},
 };
-use megagraph_planner::Overhead;
+use megagraph_planner::{Overhead, StepOverhead};
 
 /// Options of `megagraph profile`.
 #[derive(Debug, Args)]
@@ -80,7 +80,7 @@ fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
             )
         });
         eprintln!(
-            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, overhead per layer {} and for the ends {}{shared}",
+            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, overhead per layer {} and for the ends {}, optimizer step overhead {}{shared}",
             m.name,
             giga(&m.attention_flops),
             giga(&m.matmul_flops),
@@ -88,6 +88,7 @@ fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
             m.mem_bandwidth / 1e9,
             describe_overhead(&m.layer_overhead),
             describe_overhead(&m.end_overhead),
+            describe_step_overhead(&m.step_overhead),
         );
     }
     let link = &measured.cluster.link;
@@ -119,6 +120,18 @@ fn giga(rates: &[SizedRate]) -> String {
         .map(|r| format!("{:.2}@{}", r.rate / 1e9, r.size))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// An optimizer step's overhead as `L ms a layer + E ms`, or `not measured`.
+fn describe_step_overhead(overhead: &Option<StepOverhead>) -> String {
+    let Some(overhead) = overhead else {
+        return "not measured".into();
+    };
+    format!(
+        "{:.1} ms a layer + {:.1} ms",
+        overhead.per_layer * 1e3,
+        overhead.ends * 1e3
+    )
 }
 
 /// An overhead as `F ms + R µs/row`, or `not measured`.
