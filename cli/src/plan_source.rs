@@ -136,20 +136,8 @@ pub fn model_spec(
     let figures = measure_sequences(graph, options.seq_len, options.seed, &config, &degrees)
         .context("measuring the sequences for the planner")?;
     Ok(ModelSpec {
-        schema_version: megagraph_planner::SCHEMA_VERSION,
-        layers: config.layers,
-        hidden: config.hidden,
-        heads: config.heads,
-        ffn_hidden: config.ffn_hidden,
-        features: config.features,
-        classes: config.classes,
-        seq_len: options.seq_len.min(graph.num_nodes()),
         num_sequences: batch,
         graph_sequences: sequence_count(graph, options.seq_len),
-        max_distance: config.max_distance as usize,
-        bytes_per_element: 4,
-        scope: config.scope,
-        global_tokens: config.global_tokens,
         pairs_per_node: figures.pairs_per_node,
         edges_per_node: figures.edges_per_node,
         halo: figures
@@ -157,7 +145,7 @@ pub fn model_spec(
             .into_iter()
             .map(|(cp, fraction)| HaloSpec { cp, fraction })
             .collect(),
-        ..ModelSpec::full_scope()
+        ..config.planner_spec(options.seq_len.min(graph.num_nodes()))
     })
 }
 

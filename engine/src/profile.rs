@@ -319,19 +319,7 @@ fn step_overhead(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> StepOve
 fn alone(flops: f64, mem_bandwidth: f64) -> ClusterSpec {
     ClusterSpec {
         schema_version: SCHEMA_VERSION,
-        devices: vec![DeviceSpec {
-            name: "measured".into(),
-            memory_bytes: f64::MAX,
-            flops,
-            mem_bandwidth,
-            process: 0,
-            adapter: None,
-            max_buffer_bytes: None,
-            hardware: None,
-            layer_overhead: None,
-            end_overhead: None,
-            step_overhead: None,
-        }],
+        devices: vec![DeviceSpec::new("measured", f64::MAX, flops, mem_bandwidth)],
         link: Link {
             bandwidth: mem_bandwidth,
             latency: 0.0,
@@ -368,22 +356,8 @@ fn predicted_passes(
 fn model_spec(graph: &Graph, nodes: &[u32], config: &ModelConfig) -> ModelSpec {
     let edges = nodes.len() + 2 * induced_subgraph(graph.adjacency(), nodes).num_edges();
     ModelSpec {
-        schema_version: SCHEMA_VERSION,
-        layers: config.layers,
-        hidden: config.hidden,
-        heads: config.heads,
-        ffn_hidden: config.ffn_hidden,
-        features: config.features,
-        classes: config.classes,
-        seq_len: nodes.len(),
-        num_sequences: 1,
-        graph_sequences: 1,
-        max_distance: config.max_distance as usize,
-        bytes_per_element: 4,
-        scope: config.scope,
-        global_tokens: config.global_tokens,
         edges_per_node: edges as f64 / nodes.len() as f64,
-        ..ModelSpec::full_scope()
+        ..config.planner_spec(nodes.len())
     }
 }
 

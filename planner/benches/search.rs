@@ -45,19 +45,7 @@ fn cluster(nodes: usize, kinds: usize) -> ClusterSpec {
         };
         let (name, memory_bytes, flops, mem_bandwidth, nvlink) = KINDS[kind];
         for _ in 0..8 {
-            devices.push(DeviceSpec {
-                name: name.to_string(),
-                memory_bytes,
-                flops,
-                mem_bandwidth,
-                process: 0,
-                adapter: None,
-                max_buffer_bytes: None,
-                hardware: None,
-                layer_overhead: None,
-                end_overhead: None,
-                step_overhead: None,
-            });
+            devices.push(DeviceSpec::new(name, memory_bytes, flops, mem_bandwidth));
         }
         for a in 0..8 {
             for b in a + 1..8 {

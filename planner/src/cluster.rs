@@ -200,6 +200,24 @@ impl ClusterSpec {
 }
 
 impl DeviceSpec {
+    /// A device of process 0 with this memory (bytes), FLOP/s and memory bandwidth (bytes/s),
+    /// and nothing else known: no adapter, buffer limit, shared hardware or overheads.
+    pub fn new(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f64) -> Self {
+        DeviceSpec {
+            name: name.to_string(),
+            memory_bytes,
+            flops,
+            mem_bandwidth,
+            process: 0,
+            adapter: None,
+            max_buffer_bytes: None,
+            hardware: None,
+            layer_overhead: None,
+            end_overhead: None,
+            step_overhead: None,
+        }
+    }
+
     /// Checks that memory, FLOP/s, bandwidth and any buffer limit are finite and positive, and
     /// any launch latency finite and not negative.
     fn validate(&self, index: usize) -> Result<(), PlannerError> {

@@ -8,19 +8,7 @@ use crate::{
 
 /// A device with the given memory, FLOP/s and memory bandwidth.
 pub(crate) fn device(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f64) -> DeviceSpec {
-    DeviceSpec {
-        name: name.to_string(),
-        memory_bytes,
-        flops,
-        mem_bandwidth,
-        process: 0,
-        adapter: None,
-        max_buffer_bytes: None,
-        hardware: None,
-        layer_overhead: None,
-        end_overhead: None,
-        step_overhead: None,
-    }
+    DeviceSpec::new(name, memory_bytes, flops, mem_bandwidth)
 }
 
 /// A cluster with default link `(bandwidth, latency)` and per-pair `links`.

@@ -1,5 +1,6 @@
 //! Hyper-parameters of the Graph Transformer.
 
+use megagraph_planner::ModelSpec;
 use serde::{Deserialize, Serialize};
 
 use super::{AttentionKernel, AttentionScope};
@@ -64,6 +65,29 @@ impl ModelConfig {
             teleport: 0.1,
             scope: AttentionScope::Full,
             global_tokens: 0,
+        }
+    }
+
+    /// The planner's view of this model over sequences of `seq_len` nodes, in f32: its sizes
+    /// and scope, one sequence a step and in the graph, and no measured figures (the caller
+    /// fills in what it knows of the graph).
+    pub fn planner_spec(&self, seq_len: usize) -> ModelSpec {
+        ModelSpec {
+            schema_version: megagraph_planner::SCHEMA_VERSION,
+            layers: self.layers,
+            hidden: self.hidden,
+            heads: self.heads,
+            ffn_hidden: self.ffn_hidden,
+            features: self.features,
+            classes: self.classes,
+            seq_len,
+            num_sequences: 1,
+            graph_sequences: 1,
+            max_distance: self.max_distance as usize,
+            bytes_per_element: 4,
+            scope: self.scope,
+            global_tokens: self.global_tokens,
+            ..ModelSpec::full_scope()
         }
     }
 
