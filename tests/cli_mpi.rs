@@ -314,6 +314,10 @@ fn a_run_killed_with_sigkill_resumes_from_its_checkpoint_under_any_plan() -> Tes
     Ok(())
 }
 
+/// Seconds within which a job with a hung or panicked process must end: under the 900 s
+/// warm-up timeout that a job left waiting would sit out.
+const BOUNDED_SECONDS: f64 = 600.0;
+
 #[test]
 fn a_hung_process_or_runtime_thread_ends_the_job() -> TestResult {
     if !have_adapter("a_hung_process_or_runtime_thread_ends_the_job")? {
@@ -332,7 +336,10 @@ fn a_hung_process_or_runtime_thread_ends_the_job() -> TestResult {
         "{}",
         run.describe()
     );
-    assert!(run.seconds < 300.0, "bounded: {}", run.describe());
+    // The bound tells a job that ends from one left waiting out the 900 s warm-up timeout. A
+    // debug build's first epoch on a cold shader cache, beside other tests on two cores, took
+    // 301 s once (the hang itself is detected 20 s after it starts), so the bound is 600 s.
+    assert!(run.seconds < BOUNDED_SECONDS, "bounded: {}", run.describe());
     // A runtime thread that panics (as cubecl's poll thread does when wgpu's OpenGL context
     // lock times out) ends its process, and so the job, instead of leaving its device waiting.
     let orphan = mpirun(
@@ -348,7 +355,11 @@ fn a_hung_process_or_runtime_thread_ends_the_job() -> TestResult {
         "{}",
         orphan.describe()
     );
-    assert!(orphan.seconds < 300.0, "bounded: {}", orphan.describe());
+    assert!(
+        orphan.seconds < BOUNDED_SECONDS,
+        "bounded: {}",
+        orphan.describe()
+    );
     Ok(())
 }
 
