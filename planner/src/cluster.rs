@@ -200,6 +200,25 @@ impl ClusterSpec {
 }
 
 impl DeviceSpec {
+    /// Each overhead's field name and figures (`[fixed, per_row]`, or `[per_layer, ends]` for
+    /// the step), `None` where absent.
+    pub(crate) fn overheads(&self) -> [(&'static str, Option<[f64; 2]>); 3] {
+        [
+            (
+                "layer_overhead",
+                self.layer_overhead.map(|o| [o.fixed, o.per_row]),
+            ),
+            (
+                "end_overhead",
+                self.end_overhead.map(|o| [o.fixed, o.per_row]),
+            ),
+            (
+                "step_overhead",
+                self.step_overhead.map(|o| [o.per_layer, o.ends]),
+            ),
+        ]
+    }
+
     /// A device of process 0 with this memory (bytes), FLOP/s and memory bandwidth (bytes/s),
     /// and nothing else known: no adapter, buffer limit, shared hardware or overheads.
     pub fn new(name: &str, memory_bytes: f64, flops: f64, mem_bandwidth: f64) -> Self {
@@ -237,21 +256,7 @@ impl DeviceSpec {
                 });
             }
         }
-        let overheads = [
-            (
-                "layer_overhead",
-                self.layer_overhead.map(|o| [o.fixed, o.per_row]),
-            ),
-            (
-                "end_overhead",
-                self.end_overhead.map(|o| [o.fixed, o.per_row]),
-            ),
-            (
-                "step_overhead",
-                self.step_overhead.map(|o| [o.per_layer, o.ends]),
-            ),
-        ];
-        for (field, overhead) in overheads {
+        for (field, overhead) in self.overheads() {
             for value in overhead.into_iter().flatten() {
                 if !(value.is_finite() && value >= 0.0) {
                     return Err(PlannerError::Device {

@@ -149,12 +149,9 @@ impl CellKey {
             ]
             .map(f64::to_bits),
             buffer: d.max_buffer_bytes.map(f64::to_bits),
-            overhead: [
-                d.layer_overhead.map(|o| [o.fixed, o.per_row]),
-                d.end_overhead.map(|o| [o.fixed, o.per_row]),
-                d.step_overhead.map(|o| [o.per_layer, o.ends]),
-            ]
-            .map(|o| o.map(|o| o.map(f64::to_bits))),
+            overhead: d
+                .overheads()
+                .map(|(_, figures)| figures.map(|f| f.map(f64::to_bits))),
             links: [
                 link_from(cell.ring_from),
                 link_from(cell.prev),
