@@ -2,7 +2,7 @@
 //! embedding-gather throughput, memory bandwidth, and the host-staged copy link between
 //! devices.
 
-use std::{collections::HashMap, time::Instant};
+use std::{cell::RefCell, collections::HashMap};
 
 use burn::optim::{
     AdamConfig, GradientsAccumulator, GradientsParams, Optimizer, decay::WeightDecayConfig,
@@ -25,7 +25,7 @@ use crate::{
     graph::{Graph, SbmParams, induced_subgraph, sbm},
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
     model::{GraphTransformer, HostSequence, ModelConfig, ModelOptimizer},
-    timing::{best_seconds, best_seconds_within},
+    timing::{best_seconds, best_seconds_after, best_seconds_within},
 };
 
 /// Which devices to measure and what to assume where wgpu reports nothing.
@@ -216,12 +216,9 @@ const OVERHEAD_LAYERS: [usize; 2] = [1, 3];
 /// models far narrower than the default are predicted slower than they run.)
 fn overheads(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> (Overhead, Overhead) {
     let [short, long] = OVERHEAD_NODES;
-    let [few, many] = OVERHEAD_LAYERS;
+    let [few, _] = OVERHEAD_LAYERS;
     let graph = sbm(&SbmParams::new(long, 3, 0)).expect("a small SBM graph always generates");
-    let config = |layers: usize| ModelConfig {
-        layers,
-        ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
-    };
+    let config = |layers: usize| default_model(&graph, layers);
     let time = |nodes: &[u32], layers: usize| {
         let config = config(layers);
         let host = HostSequence::new(&graph, nodes.to_vec(), &config);
@@ -237,9 +234,7 @@ fn overheads(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> (Overhead, 
     // (per layer, ends) beyond the prediction at `nodes`.
     let split = |count: usize| {
         let nodes: Vec<u32> = (0..count as u32).collect();
-        let (one, more) = (time(&nodes, few), time(&nodes, many));
-        let layer = (more - one) / (many - few) as f64;
-        let ends = one - few as f64 * layer;
+        let (layer, ends) = per_layer_and_ends(|layers| time(&nodes, layers));
         let predicted = predicted_passes(&cluster, &graph, &nodes, &config(few));
         (
             (layer - predicted.layer).max(0.0),
@@ -264,54 +259,61 @@ fn overheads(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> (Overhead, 
 /// and 3 layers, after a forward and backward outside the timing; a layer is half the
 /// difference, the ends the rest of the 1-layer time.
 fn step_overhead(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> StepOverhead {
-    let [few, many] = OVERHEAD_LAYERS;
     let nodes: Vec<u32> = (0..OVERHEAD_NODES[0] as u32).collect();
     let graph = sbm(&SbmParams::new(nodes.len(), 3, 0)).expect("a small SBM graph generates");
-    let config = |layers: usize| ModelConfig {
-        layers,
-        ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
-    };
-    let time = |layers: usize| {
-        let config = config(layers);
+    let cluster = alone(flops, mem_bandwidth);
+    let beyond_prediction = |layers: usize| {
+        let config = default_model(&graph, layers);
         let host = HostSequence::new(&graph, nodes.clone(), &config);
         let seq = host.to_device::<WgpuAutodiff>(&graph, &config, device);
-        let mut model = GraphTransformer::<WgpuAutodiff>::new(&config, device);
+        let model = RefCell::new(GraphTransformer::<WgpuAutodiff>::new(&config, device));
         let mut optimizer: ModelOptimizer<WgpuAutodiff> = AdamConfig::new()
             .with_weight_decay(Some(WeightDecayConfig::new(1e-4)))
             .init();
-        let mut best = f64::INFINITY;
-        // A warm-up step (its kernels compile there), then timed ones within the budget.
-        let (mut timed, mut runs) = (0.0, 0);
-        while runs < 4 && timed < OVERHEAD_BUDGET_SECONDS {
-            let grads = model.forward(&seq).sum().backward();
+        let gradients = || {
+            let grads = model.borrow().forward(&seq).sum().backward();
             let _ = WgpuBackend::sync(device);
-            let start = Instant::now();
+            grads
+        };
+        let measured = best_seconds_after(OVERHEAD_BUDGET_SECONDS, gradients, |grads| {
             let mut accumulator = GradientsAccumulator::<GraphTransformer<WgpuAutodiff>>::new();
-            accumulator.accumulate(&model, GradientsParams::from_grads(grads, &model));
-            model = optimizer.step(1e-3, model, accumulator.grads());
+            let stepped = model.borrow().clone();
+            accumulator.accumulate(&stepped, GradientsParams::from_grads(grads, &stepped));
+            *model.borrow_mut() = optimizer.step(1e-3, stepped, accumulator.grads());
             let _ = WgpuBackend::sync(device);
-            let seconds = start.elapsed().as_secs_f64();
-            if runs > 0 {
-                best = best.min(seconds);
-                timed += seconds;
-            }
-            runs += 1;
-        }
-        best
-    };
-    let cluster = alone(flops, mem_bandwidth);
-    let predicted = |layers: usize| {
-        let model = model_spec(&graph, &nodes, &config(layers));
-        predict(&cluster, &model, &ParallelConfig::one_device(layers)).devices[0]
+        });
+        let spec = model_spec(&graph, &nodes, &config);
+        let predicted = predict(&cluster, &spec, &ParallelConfig::one_device(layers)).devices[0]
             .time
-            .optimizer
+            .optimizer;
+        measured - predicted
     };
-    let (one, more) = (time(few) - predicted(few), time(many) - predicted(many));
-    let per_layer = ((more - one) / (many - few) as f64).max(0.0);
+    let (layer, ends) = per_layer_and_ends(beyond_prediction);
+    let per_layer = layer.max(0.0);
+    // The ends are the shallower run less its layers at the clamped per-layer figure.
+    let ends = ends + OVERHEAD_LAYERS[0] as f64 * (layer - per_layer);
     StepOverhead {
         per_layer,
-        ends: (one - few as f64 * per_layer).max(0.0),
+        ends: ends.max(0.0),
     }
+}
+
+/// The default model (`ModelConfig::new`) for `graph` with `layers` transformer layers.
+fn default_model(graph: &Graph, layers: usize) -> ModelConfig {
+    ModelConfig {
+        layers,
+        ..ModelConfig::new(graph.feature_dim(), graph.num_classes())
+    }
+}
+
+/// Seconds per layer and for the rest, from `seconds` at the two [`OVERHEAD_LAYERS`] depths: a
+/// layer is the difference over the depths' difference, the rest what the shallower run
+/// leaves.
+fn per_layer_and_ends(mut seconds: impl FnMut(usize) -> f64) -> (f64, f64) {
+    let [few, many] = OVERHEAD_LAYERS;
+    let (one, more) = (seconds(few), seconds(many));
+    let layer = (more - one) / (many - few) as f64;
+    (layer, one - few as f64 * layer)
 }
 
 /// A cluster of one device with these rates, no overheads and memory to spare: what the
