@@ -1,5 +1,6 @@
-//! Lower bounds on the step of every configuration of a choice of degrees, or of one grid,
-//! under one micro-batching; the search skips what cannot beat the best found so far.
+//! Lower bounds on the step of every configuration of a choice of degrees, or of one grid
+//! (under the micro-batching its dp sets); the search skips what cannot beat the best found
+//! so far.
 //!
 //! The argument: a step is `(m + pp − 1) · t_max + post ≥ (m + pp − 1) · t_max`, where `t_max`
 //! is the slowest device's micro-batch time (see `predict`). Every replica runs the whole
@@ -17,8 +18,8 @@
 use std::cell::RefCell;
 
 use crate::Degrees;
-use crate::cost::{CostModel, GroupLink, Micro, Place};
-use crate::enumerate::GridSpace;
+use crate::cost::{CostModel, GroupLink, Place};
+use crate::enumerate::{GridSpace, micro_batching};
 use crate::grid::{Cell, Grid};
 use rustc_hash::FxHashMap;
 
@@ -51,22 +52,20 @@ impl StepBound {
         }
     }
 
-    /// A lower bound on the step of every grid of `degrees` under `micro`.
-    pub fn degrees(&self, cost: &CostModel, degrees: Degrees, micro: Micro) -> f64 {
+    /// A lower bound on the step of every grid of `degrees`.
+    pub fn degrees(&self, cost: &CostModel, degrees: Degrees) -> f64 {
         let replica_flops = self.fastest[degrees.devices()] / degrees.dp as f64;
-        pipelined_flop_time(cost, degrees, micro, replica_flops)
+        pipelined_flop_time(cost, degrees, replica_flops)
     }
 
-    /// A lower bound on the step of `grid` under a micro-batching, whatever the split and
-    /// shares, as a function of the micro-batching.
-    pub fn grid<'a>(&self, cost: &'a CostModel, grid: &Grid) -> impl Fn(Micro) -> f64 + 'a {
+    /// A lower bound on the step of `grid`, whatever the split and shares.
+    pub fn grid(&self, cost: &CostModel, grid: &Grid) -> f64 {
         let replica_flops = grid.slowest_replica_flops(cost.cluster);
-        let degrees = grid.degrees;
-        move |micro| pipelined_flop_time(cost, degrees, micro, replica_flops)
+        pipelined_flop_time(cost, grid.degrees, replica_flops)
     }
 
-    /// A lower bound on the step of `grid` under `micro` from its layers' attention,
-    /// message-passing and FFN terms, FLOPs and memory traffic, devices classed by `space`.
+    /// A lower bound on the step of `grid` from its layers' attention, message-passing and
+    /// FFN terms, FLOPs and memory traffic, devices classed by `space`.
     ///
     /// On a device with share `s` those terms are `n · (β + δ · s)` for its stage's `n`
     /// layers, with `β, δ ≥ 0` (`CostModel::micro_batch_time` at one layer, shares 0 and
@@ -77,16 +76,16 @@ impl StepBound {
     /// device is no faster than this weighted mean, `t_max ≥ that / Σ 1 / δ`. Interchangeable
     /// devices have the same β and δ. The result is lowered by [`ROUNDING`] so that the
     /// prediction's own rounding cannot put it above.
-    pub fn layers(&self, cost: &CostModel, space: &GridSpace, grid: &Grid, micro: Micro) -> f64 {
+    pub fn layers(&self, cost: &CostModel, space: &GridSpace, grid: &Grid) -> f64 {
         let Degrees { dp, pp, cp } = grid.degrees;
+        let micro = micro_batching(cost.model, dp);
         let mut slowest: f64 = 0.0;
         for r in 0..dp {
             let (mut speed, mut least_fixed) = (0.0, f64::INFINITY);
             for s in 0..pp {
                 let mut fixed = 0.0;
                 for c in 0..cp {
-                    let (beta, delta) =
-                        self.per_layer(cost, space, grid, grid.cell(r, s, c), micro);
+                    let (beta, delta) = self.per_layer(cost, space, grid, grid.cell(r, s, c));
                     speed += 1.0 / delta;
                     fixed += beta / delta;
                 }
@@ -98,22 +97,15 @@ impl StepBound {
         (micro.count + pp - 1) as f64 * slowest * (1.0 - ROUNDING)
     }
 
-    /// `(β, δ)` of [`StepBound::layers`] for the device of `cell` in `grid` under `micro`.
-    fn per_layer(
-        &self,
-        cost: &CostModel,
-        space: &GridSpace,
-        grid: &Grid,
-        cell: Cell,
-        micro: Micro,
-    ) -> PerLayer {
+    /// `(β, δ)` of [`StepBound::layers`] for the device of `cell` in `grid`.
+    fn per_layer(&self, cost: &CostModel, space: &GridSpace, grid: &Grid, cell: Cell) -> PerLayer {
         let key = (space.class_of(cell.device), grid.degrees.cp);
         *self.per_layer.borrow_mut().entry(key).or_insert_with(|| {
             let place = Place {
                 cell,
                 degrees: grid.degrees,
                 layers: 1,
-                micro,
+                micro: micro_batching(cost.model, grid.degrees.dp),
                 reduce: GroupLink::over(1, std::iter::empty()),
                 // A device sharing its hardware only computes slower: its own rates bound it.
                 sharing: 1.0,
@@ -130,14 +122,11 @@ impl StepBound {
 /// Relative slack of [`StepBound::layers`] for rounding.
 const ROUNDING: f64 = 1e-9;
 
-/// `(m + pp − 1) · sequence_flops(cp) / replica_flops`: the 1F1B step if a replica
-/// with `replica_flops` FLOP/s spread its FLOPs perfectly and did nothing else.
-fn pipelined_flop_time(
-    cost: &CostModel,
-    degrees: Degrees,
-    micro: Micro,
-    replica_flops: f64,
-) -> f64 {
+/// `(m + pp − 1) · sequence_flops(cp) / replica_flops`, `m` the micro-batches of a
+/// replica: the 1F1B step if a replica with `replica_flops` FLOP/s spread its FLOPs
+/// perfectly and did nothing else.
+fn pipelined_flop_time(cost: &CostModel, degrees: Degrees, replica_flops: f64) -> f64 {
+    let micro = micro_batching(cost.model, degrees.dp);
     let factor = (micro.count + degrees.pp - 1) as f64;
     factor * cost.sequence_flops(degrees.cp) / replica_flops
 }
@@ -148,7 +137,7 @@ mod tests {
 
     use super::*;
     use crate::cost::predict;
-    use crate::enumerate::{all_degrees, micro_batching};
+    use crate::enumerate::all_degrees;
     use crate::stage::Layout;
     use crate::testing::{arb_cluster, arb_model};
 
@@ -177,8 +166,8 @@ mod tests {
             let config = layout.config(&cost, &layers, micro);
             let step = predict(&cluster, &model, &config).step_seconds;
             let (of_grid, of_degrees) =
-                (bound.grid(&cost, &layout.grid)(micro), bound.degrees(&cost, degrees, micro));
-            let of_layers = bound.layers(&cost, &GridSpace::new(&cost), &layout.grid, micro);
+                (bound.grid(&cost, &layout.grid), bound.degrees(&cost, degrees));
+            let of_layers = bound.layers(&cost, &GridSpace::new(&cost), &layout.grid);
             prop_assert!(of_grid <= step * (1.0 + 1e-12), "grid bound {of_grid} > step {step}");
             prop_assert!(of_layers <= step, "layers bound {of_layers} > step {step}");
             prop_assert!(of_degrees <= of_grid * (1.0 + 1e-12), "{of_degrees} > {of_grid}");

@@ -1,12 +1,11 @@
 //! Search: the configuration of least predicted step time that fits every device's memory.
 //!
-//! Each choice of degrees, each device grid up to symmetry (see `enumerate`) and each
-//! micro-batching is taken least lower bound first (see `bound`); for each, every stage is
-//! evaluated at every layer count with balanced node shares (`balance`), and layers are split
-//! by the exact parametric search of `split`. The search stops when no bound left is below
-//! the best step found. [`exhaustive_search`] enumerates every ordered device choice, every
-//! split and every micro-batching and predicts each configuration in full; it is the test
-//! oracle.
+//! Each choice of degrees and each device grid up to symmetry (see `enumerate`), under the
+//! micro-batching its dp sets, is taken least lower bound first (see `bound`); for each,
+//! every stage is evaluated at every layer count with balanced node shares (`balance`), and
+//! layers are split by the exact parametric search of `split`. The search stops when no
+//! bound left is below the best step found. [`exhaustive_search`] enumerates every ordered device choice and every
+//! split and predicts each configuration in full; it is the test oracle.
 
 use std::cell::OnceCell;
 use std::cmp::Ordering;
@@ -15,7 +14,7 @@ use std::rc::Rc;
 
 use crate::best::Best;
 use crate::bound::StepBound;
-use crate::cost::{CostModel, Micro, predict};
+use crate::cost::{CostModel, predict};
 use crate::enumerate::{GridSpace, all_degrees, every_grid, every_split, micro_batching};
 use crate::grid::Grid;
 use crate::split::{StageTable, fastest_split, least_overflow_split};
@@ -60,7 +59,7 @@ pub fn search_fixed(
 }
 
 /// The same optimum as [`search`] by brute force: every ordered choice of devices for the
-/// grid, every split of layers, every micro-batching, shares balanced per stage, each
+/// grid, every split of layers, shares balanced per stage, each
 /// configuration predicted in full. Exponential; for tests on small clusters.
 pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Plan, PlannerError> {
     cluster.validate()?;
@@ -76,7 +75,6 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
                 let prediction = predict(cluster, model, &config);
                 best.offer(&prediction, || Choice {
                     grid: layout.grid.clone(),
-                    micro,
                     layers: layers.to_vec(),
                 });
             });
@@ -85,17 +83,15 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
     into_plan(best, &cost)
 }
 
-/// Evaluates the grids and micro-batchings of every degrees in `all` into `best`, least
-/// lower bound first (see `bound`): a choice of degrees is expanded into its grids when its
-/// bound comes up, and the search stops once the least bound left cannot beat the fastest
-/// fitting step found. What is skipped has a step no lower than that step, so the optimum
+/// Evaluates the grids of every degrees in `all` into `best`, least lower bound first (see
+/// `bound`): a choice of degrees is expanded into its grids when its bound comes up, and the
+/// search stops once the least bound left cannot beat the fastest fitting step found. What is skipped has a step no lower than that step, so the optimum
 /// is the same as evaluating everything (only which of equal optima is kept may change).
 fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut Best<Choice>) {
     let bound = StepBound::new(cost);
     let mut queue = Queue::default();
     for &degrees in all {
-        let micro = micro_batching(cost.model, degrees.dp);
-        queue.push(bound.degrees(cost, degrees, micro), Task::Degrees(degrees));
+        queue.push(bound.degrees(cost, degrees), Task::Degrees(degrees));
     }
     while let Some((lower, task)) = queue.pop() {
         if cannot_beat(best, lower) {
@@ -108,21 +104,20 @@ fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut B
                         grid,
                         layout: OnceCell::new(),
                     });
-                    let micro = micro_batching(cost.model, degrees.dp);
-                    let lower = bound.grid(cost, &pending.grid)(micro);
+                    let lower = bound.grid(cost, &pending.grid);
                     if !cannot_beat(best, lower) {
-                        queue.push(lower, Task::Grid(pending, micro));
+                        queue.push(lower, Task::Grid(pending));
                     }
                 }
             }
-            Task::Grid(pending, micro) => {
-                if cannot_beat(best, bound.layers(cost, space, &pending.grid, micro)) {
+            Task::Grid(pending) => {
+                if cannot_beat(best, bound.layers(cost, space, &pending.grid)) {
                     continue;
                 }
                 let layout = pending
                     .layout
                     .get_or_init(|| Layout::new(cost, pending.grid.clone(), Some(space)));
-                evaluate(cost, layout, micro, best);
+                evaluate(cost, layout, best);
             }
         }
     }
@@ -134,10 +129,11 @@ fn cannot_beat(best: &Best<Choice>, lower: f64) -> bool {
     best.fastest_step().is_some_and(|step| lower >= step)
 }
 
-/// Evaluates `layout` under `micro` into `best`: every stage at every layer count, then the
-/// fastest split (or, while nothing fits, the least overflowing one).
-fn evaluate(cost: &CostModel, layout: &Layout, micro: Micro, best: &mut Best<Choice>) {
-    let Degrees { pp, .. } = layout.grid.degrees;
+/// Evaluates `layout` into `best`: every stage at every layer count, then the fastest split
+/// (or, while nothing fits, the least overflowing one).
+fn evaluate(cost: &CostModel, layout: &Layout, best: &mut Best<Choice>) {
+    let Degrees { dp, pp, .. } = layout.grid.degrees;
+    let micro = micro_batching(cost.model, dp);
     let layers = cost.model.layers;
     let most_per_stage = layers - pp + 1;
     let factor = (micro.count + pp - 1) as f64;
@@ -156,7 +152,6 @@ fn evaluate(cost: &CostModel, layout: &Layout, micro: Micro, best: &mut Best<Cho
     };
     let choice = |split: Vec<usize>| Choice {
         grid: layout.grid.clone(),
-        micro,
         layers: split,
     };
     match fastest_split(&tables, layers, factor) {
@@ -206,10 +201,10 @@ fn useful_tables(
 }
 
 /// What the search does next: expand a choice of degrees into its grids, or evaluate one
-/// grid under one micro-batching.
+/// grid (under its replicas' micro-batching, which its dp sets).
 enum Task {
     Degrees(Degrees),
-    Grid(Rc<Pending>, Micro),
+    Grid(Rc<Pending>),
 }
 
 /// A grid in the queue, laid out when first evaluated (most grids are only bounded).
@@ -273,16 +268,19 @@ impl PartialEq for Queued {
 
 impl Eq for Queued {}
 
-/// A configuration in the making: grid, micro-batching, layers per stage.
+/// A configuration in the making: grid and layers per stage (the grid's dp sets the
+/// micro-batching).
 struct Choice {
     grid: Grid,
-    micro: Micro,
     layers: Vec<usize>,
 }
 
 /// The plan of the fastest fitting choice, or an error naming the least overflow.
 fn into_plan(best: Best<Choice>, cost: &CostModel) -> Result<Plan, PlannerError> {
-    let config = |c: Choice| Layout::new(cost, c.grid, None).config(cost, &c.layers, c.micro);
+    let config = |c: Choice| {
+        let micro = micro_batching(cost.model, c.grid.degrees.dp);
+        Layout::new(cost, c.grid, None).config(cost, &c.layers, micro)
+    };
     match best
         .into_result()
         .expect("the search space always holds dp1-pp1-cp1")
