@@ -129,6 +129,42 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
 }
 
 #[test]
+fn logical_devices_of_one_adapter_are_profiled_alike() -> TestResult {
+    if !have_adapter("logical_devices_of_one_adapter_are_profiled_alike")? {
+        return Ok(());
+    }
+    // Measured once for the adapter: were each measured alone, this machine's noise would
+    // give them rates up to 1.7x apart, and the planner would balance shares by the noise.
+    let dir = tempfile::tempdir()?;
+    let cluster = dir.path().join("cluster.json");
+    let run = megagraph(&[
+        "profile",
+        "--devices",
+        "3",
+        "--out",
+        cluster.to_str().ok_or("temp path is not UTF-8")?,
+    ])?;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let spec = load_cluster(&cluster)?;
+    assert_eq!(spec.devices.len(), 3, "{}", run.describe());
+    let unnamed = |i: usize| megagraph_planner::DeviceSpec {
+        name: String::new(),
+        ..spec.devices[i].clone()
+    };
+    assert!(spec.devices[0].flops > 0.0, "{:?}", spec.devices[0]);
+    assert!(
+        spec.devices[0].hardware.is_some(),
+        "they share their adapter: {:?}",
+        spec.devices[0]
+    );
+    for i in 1..3 {
+        assert_ne!(spec.devices[i].name, spec.devices[0].name);
+        assert_eq!(unnamed(i), unnamed(0), "device {i} against device 0");
+    }
+    Ok(())
+}
+
+#[test]
 fn plan_rejects_bad_specs_in_one_line() -> TestResult {
     let dir = tempfile::tempdir()?;
     let model = workspace_root().join("examples/models/cora-gt.json");

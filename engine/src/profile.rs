@@ -83,7 +83,7 @@ pub struct DeviceMeasurement {
     #[serde(default)]
     pub step_overhead: Option<StepOverhead>,
     /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
-    /// (they share the adapter's compute). The planner's `flops` is the rate of a device alone
+    /// (they share the adapter's compute), the mean over them. The planner's `flops` is the rate of a device alone
     /// on the adapter, which it divides among the devices a plan keeps busy: the lower of
     /// the device's best alone and this times the devices measured. `None` for a lone device.
     pub shared_attention_flops: Option<f64>,
@@ -381,6 +381,36 @@ fn shared_hardware(
     }
 }
 
+/// The rates and overheads of `device`, named `name` (the overheads unless `skip_overheads`).
+fn measure(device: &WgpuDevice, name: &str, skip_overheads: bool) -> DeviceMeasurement {
+    let attention = series(&[256, 1024], |seq| attention_flops(device, seq));
+    let bandwidth = mem_bandwidth(device);
+    let (layer_overhead, end_overhead, step_overhead) = if skip_overheads {
+        (None, None, None)
+    } else {
+        let flops = best(&attention);
+        let (layer, ends) = overheads(device, flops, bandwidth);
+        (
+            Some(layer),
+            Some(ends),
+            Some(step_overhead(device, flops, bandwidth)),
+        )
+    };
+    DeviceMeasurement {
+        name: name.to_string(),
+        attention_flops: attention,
+        matmul_flops: series(&[512, 4096], |rows| matmul_flops(device, rows)),
+        embedding_bytes_per_second: series(&[1 << 12, 1 << 16], |n| {
+            embedding_bytes_per_second(device, n)
+        }),
+        mem_bandwidth: bandwidth,
+        layer_overhead,
+        end_overhead,
+        step_overhead,
+        shared_attention_flops: None,
+    }
+}
+
 /// Host-staged copy from `from` to `to`: latency and bandwidth from a small and a large copy.
 fn host_staged_link(from: &WgpuDevice, to: &WgpuDevice) -> Link {
     let copy_seconds = |len: usize| {
@@ -445,7 +475,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         .collect::<Result<Vec<_>, _>>()?;
     let mut specs = Vec::new();
     let mut measurements = Vec::new();
-    let mut overheads_of = HashMap::new();
+    let mut measured_of: HashMap<String, DeviceMeasurement> = HashMap::new();
     for (done, ((adapter, name), device)) in targets.iter().zip(&devices).enumerate() {
         task.advance(done as u64, targets.len() as u64);
         let memory = match options.device_memory {
@@ -463,33 +493,19 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                 )));
             }
         };
-        let attention = series(&[256, 1024], |seq| attention_flops(device, seq));
-        let bandwidth = mem_bandwidth(device);
         // Measured once per adapter: logical devices of one adapter run the same code on the
-        // same hardware, and a second measurement would only add noise between them.
-        let (layer_overhead, end_overhead, step_overhead) = if options.skip_overheads {
-            (None, None, None)
-        } else {
-            let flops = best(&attention);
-            let (layer, ends, step) =
-                *overheads_of.entry(adapter.id.clone()).or_insert_with(|| {
-                    let (layer, ends) = overheads(device, flops, bandwidth);
-                    (layer, ends, step_overhead(device, flops, bandwidth))
-                });
-            (Some(layer), Some(ends), Some(step))
-        };
-        let measured = DeviceMeasurement {
-            name: name.clone(),
-            attention_flops: attention,
-            matmul_flops: series(&[512, 4096], |rows| matmul_flops(device, rows)),
-            embedding_bytes_per_second: series(&[1 << 12, 1 << 16], |n| {
-                embedding_bytes_per_second(device, n)
-            }),
-            mem_bandwidth: bandwidth,
-            layer_overhead,
-            end_overhead,
-            step_overhead,
-            shared_attention_flops: None,
+        // same hardware, and a second measurement would only add noise between them (noise
+        // the planner would take for a difference in speed, and balance shares by).
+        let measured = match measured_of.get(&adapter.id) {
+            Some(first) => DeviceMeasurement {
+                name: name.clone(),
+                ..DeviceMeasurement::clone(first)
+            },
+            None => {
+                let measured = measure(device, name, options.skip_overheads);
+                measured_of.insert(adapter.id.clone(), measured.clone());
+                measured
+            }
         };
         specs.push(DeviceSpec {
             name: name.clone(),
@@ -516,9 +532,11 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             "profiling {} devices running at once",
             devices.len()
         ));
+        // Logical devices of one adapter, alike: each takes the mean of what they did at once.
         let shared = concurrent_attention_flops(&devices);
         let together = devices.len() as f64;
-        for ((spec, measured), flops) in specs.iter_mut().zip(&mut measurements).zip(shared) {
+        let flops = shared.iter().sum::<f64>() / together;
+        for (spec, measured) in specs.iter_mut().zip(&mut measurements) {
             spec.flops = spec.flops.min(flops * together);
             measured.shared_attention_flops = Some(flops);
         }
