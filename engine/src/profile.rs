@@ -83,9 +83,10 @@ pub struct DeviceMeasurement {
     #[serde(default)]
     pub step_overhead: Option<StepOverhead>,
     /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
-    /// (they share the adapter's compute), the mean over them. The planner's `flops` is the rate of a device alone
-    /// on the adapter, which it divides among the devices a plan keeps busy: the lower of
-    /// the device's best alone and this times the devices measured. `None` for a lone device.
+    /// (they share the adapter's compute), the mean over them. The planner's `flops` is the
+    /// rate of a device alone on the adapter, which it divides among the devices a plan keeps
+    /// busy: the lower of the device's best alone and their summed rate at once. `None` for a
+    /// lone device.
     pub shared_attention_flops: Option<f64>,
 }
 
@@ -533,12 +534,11 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             devices.len()
         ));
         // Logical devices of one adapter, alike: each takes the mean of what they did at once.
-        let shared = concurrent_attention_flops(&devices);
-        let together = devices.len() as f64;
-        let flops = shared.iter().sum::<f64>() / together;
+        let at_once: f64 = concurrent_attention_flops(&devices).iter().sum();
+        let each = at_once / devices.len() as f64;
         for (spec, measured) in specs.iter_mut().zip(&mut measurements) {
-            spec.flops = spec.flops.min(flops * together);
-            measured.shared_attention_flops = Some(flops);
+            spec.flops = spec.flops.min(at_once);
+            measured.shared_attention_flops = Some(each);
         }
     }
     let link = match devices.as_slice() {

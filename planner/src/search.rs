@@ -4,8 +4,9 @@
 //! micro-batching its dp sets, is taken least lower bound first (see `bound`); for each,
 //! every stage is evaluated at every layer count with balanced node shares (`balance`), and
 //! layers are split by the exact parametric search of `split`. The search stops when no
-//! bound left is below the best step found. [`exhaustive_search`] enumerates every ordered device choice and every
-//! split and predicts each configuration in full; it is the test oracle.
+//! bound left is below the best step found. [`exhaustive_search`] enumerates every ordered
+//! device choice and every split and predicts each configuration in full; it is the test
+//! oracle.
 
 use std::cell::OnceCell;
 use std::cmp::Ordering;
@@ -59,8 +60,8 @@ pub fn search_fixed(
 }
 
 /// The same optimum as [`search`] by brute force: every ordered choice of devices for the
-/// grid, every split of layers, shares balanced per stage, each
-/// configuration predicted in full. Exponential; for tests on small clusters.
+/// grid, every split of layers, shares balanced per stage, each configuration predicted in
+/// full. Exponential; for tests on small clusters.
 pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Plan, PlannerError> {
     cluster.validate()?;
     model.validate()?;
@@ -85,8 +86,9 @@ pub fn exhaustive_search(cluster: &ClusterSpec, model: &ModelSpec) -> Result<Pla
 
 /// Evaluates the grids of every degrees in `all` into `best`, least lower bound first (see
 /// `bound`): a choice of degrees is expanded into its grids when its bound comes up, and the
-/// search stops once the least bound left cannot beat the fastest fitting step found. What is skipped has a step no lower than that step, so the optimum
-/// is the same as evaluating everything (only which of equal optima is kept may change).
+/// search stops once the least bound left cannot beat the fastest fitting step found. What is
+/// skipped has a step no lower than that step, so the optimum is the same as evaluating
+/// everything (only which of equal optima is kept may change).
 fn search_all(cost: &CostModel, space: &GridSpace, all: &[Degrees], best: &mut Best<Choice>) {
     let bound = StepBound::new(cost);
     let mut queue = Queue::default();
