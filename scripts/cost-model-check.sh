@@ -11,8 +11,9 @@
 #                   "measured_peak_in_use_bytes", "predicted_peak_bytes"}, ...]}
 #       (per plan, the maxima over its devices)
 #
-# One profile is measured first and every plan is made on it (`train --cluster --degrees`),
-# so predictions and measurements come from the same binary and devices.
+# One profile is measured first, at the runs' sequence length, and every plan is made on it
+# (`train --cluster --degrees`), so predictions and measurements come from the same binary and
+# devices.
 set -euo pipefail
 JSON=0
 for arg in "$@"; do
@@ -28,12 +29,13 @@ OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 PLANS=${PLANS:-"dp1-pp1-cp1 dp1-pp1-cp2 dp1-pp1-cp4 dp1-pp2-cp1 dp2-pp1-cp1 dp2-pp1-cp2 dp1-pp2-cp2"}
 GRAPH=${GRAPH:-sbm:2048:4}
-RUN=(--synthetic "$GRAPH" --seq-len 512 --layers 2 --hidden 64 --heads 4 --epochs 3 --patience 3 --seed 0)
+SEQ_LEN=512
+RUN=(--synthetic "$GRAPH" --seq-len "$SEQ_LEN" --layers 2 --hidden 64 --heads 4 --epochs 3 --patience 3 --seed 0)
 read -r -a EXTRA_ARGS <<<"${EXTRA:-}"
 RUN+=("${EXTRA_ARGS[@]}")
 
 [[ -x $BIN ]] || cargo build -p megagraph-cli
-"$BIN" profile --devices "$DEVICES" --out "$OUT/cluster.json" 2>"$OUT/profile.log"
+"$BIN" profile --devices "$DEVICES" --seq-len "$SEQ_LEN" --out "$OUT/cluster.json" 2>"$OUT/profile.log"
 for degrees in $PLANS; do
     "$BIN" train "${RUN[@]}" --devices "$DEVICES" --cluster "$OUT/cluster.json" \
         --degrees "$degrees" --json >"$OUT/$degrees.json" 2>"$OUT/$degrees.log"

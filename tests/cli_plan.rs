@@ -17,12 +17,27 @@ fn profile_writes_a_cluster_that_plan_accepts() -> TestResult {
     let dir = tempfile::tempdir()?;
     let cluster = dir.path().join("cluster.json");
     let cluster_arg = cluster.to_str().ok_or("temp path is not UTF-8")?;
-    // The one profile of the tests that times the model's overheads, on both APIs.
+    // The one profile of the tests that times the model's overheads, on both APIs, at the
+    // sequence length of a run to come.
     let run = megagraph_with_env(
-        &["--backends", "all", "profile", "--out", cluster_arg],
+        &[
+            "--backends",
+            "all",
+            "profile",
+            "--seq-len",
+            "128",
+            "--out",
+            cluster_arg,
+        ],
         &[(PROFILE_OVERHEADS_VAR, "1")],
     )?;
     assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert_eq!(
+        run.stderr.matches("(timed at 32 and 128 nodes)").count(),
+        2,
+        "both devices' overheads timed at the run's length: {}",
+        run.describe()
+    );
     let spec = load_cluster(&cluster)?;
     assert_eq!(spec.devices.len(), 2, "lavapipe's Vulkan and llvmpipe's GL");
     for device in &spec.devices {

@@ -9,7 +9,7 @@ use megagraph_engine::{
     burn::backend::wgpu::WgpuDevice,
     device::{AdapterSelector, declare_adapters, describe_adapter, list_adapters, open_wgpu},
     graph::Graph,
-    profile::profile,
+    profile::{ProfileOptions, profile},
     train::{TrainOptions, measure_sequences},
 };
 
@@ -174,11 +174,11 @@ pub fn resolve(request: PlanRequest<'_>, model: &ModelSpec) -> anyhow::Result<Pl
     let cluster: ClusterSpec = match request.cluster {
         Some(path) => load_cluster(path)?,
         None => {
-            profile(&profile_options(
-                request.adapters,
-                request.devices,
-                request.device_memory,
-            ))
+            // Timed at the run's own sequence length, where the planner will read them.
+            profile(&ProfileOptions {
+                seq_len: Some(model.seq_len),
+                ..profile_options(request.adapters, request.devices, request.device_memory)
+            })
             .context("profiling the devices for a plan")?
             .cluster
         }

@@ -25,7 +25,7 @@ use crate::{
     graph::{Graph, SbmParams, induced_subgraph, sbm},
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
     model::{GraphTransformer, HostSequence, ModelConfig, ModelOptimizer},
-    timing::{best_seconds, best_seconds_after, best_seconds_within},
+    timing::{agreeing_best_seconds_after, best_seconds},
 };
 
 /// Which devices to measure and what to assume where wgpu reports nothing.
@@ -42,6 +42,10 @@ pub struct ProfileOptions {
     /// build): the cluster then records none, and the planner counts arithmetic and transfers
     /// only.
     pub skip_overheads: bool,
+    /// The sequence length the cluster will be planned for: the model's overheads are timed
+    /// there (clamped to 64–2,048 nodes), so the planner interpolates its overhead line at
+    /// the run's own length instead of extrapolating it (`None`: timed at 256 nodes).
+    pub seq_len: Option<usize>,
 }
 
 /// A throughput measured at one problem size.
@@ -82,6 +86,10 @@ pub struct DeviceMeasurement {
     /// planner's `step_overhead`; see `step_overhead`).
     #[serde(default)]
     pub step_overhead: Option<StepOverhead>,
+    /// The two sequence lengths the layer and end overheads were timed at (`None` when the
+    /// options skip them).
+    #[serde(default)]
+    pub overhead_nodes: Option<[usize; 2]>,
     /// Attention FLOP/s at S = 1024 while every logical device of the adapter runs it at once
     /// (they share the adapter's compute), the mean over them. The planner's `flops` is the
     /// rate of a device alone on the adapter, which it divides among the devices a plan keeps
@@ -192,13 +200,27 @@ fn mem_bandwidth(device: &WgpuDevice) -> f64 {
     (2 * len * 4) as f64 / seconds
 }
 
-/// Sequence lengths at which [`overheads`] times the model, far apart so that the part that
-/// grows with the rows stands out of the timing noise.
+/// Sequence lengths at which [`overheads`] times the model by default, far apart so that the
+/// part that grows with the rows stands out of the timing noise. A profile for a known
+/// sequence length ([`ProfileOptions::seq_len`]) times the longer one at that length, within
+/// [`OVERHEAD_NODES_RANGE`].
 const OVERHEAD_NODES: [usize; 2] = [32, 256];
 
-/// Seconds of timed runs after which [`overheads`] takes the best so far at one size (a
-/// debug build's runs are slow, and the profile runs in the tests).
-const OVERHEAD_BUDGET_SECONDS: f64 = 0.5;
+/// The longer overhead length a profile may take from [`ProfileOptions::seq_len`]: at least
+/// twice the shorter (so the two stay apart), at most 2,048 rows (longer sequences extrapolate:
+/// timing a dense model there takes tens of seconds and S² memory).
+const OVERHEAD_NODES_RANGE: std::ops::RangeInclusive<usize> = 64..=2048;
+
+/// The longer sequence length at which [`overheads`] times the model for `seq_len`.
+fn overhead_long_nodes(seq_len: Option<usize>) -> usize {
+    seq_len.map_or(OVERHEAD_NODES[1], |len| {
+        len.clamp(*OVERHEAD_NODES_RANGE.start(), *OVERHEAD_NODES_RANGE.end())
+    })
+}
+
+/// Seconds of timed runs after which [`overheads`] takes the best so far at one size even if
+/// no two runs agree yet (a debug build's runs are slow, and the profile runs in the tests).
+const OVERHEAD_BUDGET_SECONDS: f64 = 2.0;
 
 /// Layer counts at which [`overheads`] times the model: a layer is the difference over
 /// their difference.
@@ -210,13 +232,19 @@ const OVERHEAD_LAYERS: [usize; 2] = [1, 3];
 /// element-wise kernels, on the host and on the device. Timed on the model itself at the
 /// default width (`ModelConfig::new`: hidden 64, 4 heads, dropout on as in training), at 1
 /// and 3 layers (a layer is half the difference, the ends the rest of the 1-layer time) and
-/// at two sequence lengths (fixed part and part per row). What the planner predicts of the
-/// same runs on a device of `flops` and `mem_bandwidth` alone is taken off, so a one-device
-/// prediction at this width adds up to the measurement by construction. (The overhead
+/// at two sequence lengths, 32 rows and `long` (fixed part and part per row). What the
+/// planner predicts of the same runs on a device of `flops` and `mem_bandwidth` alone is
+/// taken off, so a one-device prediction at this width and length adds up to the measurement
+/// by construction. (The overhead
 /// hardly depends on the width from 16 to 128, but a width-8 model showed a third of it:
 /// models far narrower than the default are predicted slower than they run.)
-fn overheads(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> (Overhead, Overhead) {
-    let [short, long] = OVERHEAD_NODES;
+fn overheads(
+    device: &WgpuDevice,
+    flops: f64,
+    mem_bandwidth: f64,
+    long: usize,
+) -> (Overhead, Overhead) {
+    let short = OVERHEAD_NODES[0];
     let [few, _] = OVERHEAD_LAYERS;
     let graph = sbm(&SbmParams::new(long, 3, 0)).expect("a small SBM graph always generates");
     let config = |layers: usize| default_model(&graph, layers);
@@ -225,11 +253,15 @@ fn overheads(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> (Overhead, 
         let host = HostSequence::new(&graph, nodes.to_vec(), &config);
         let seq = host.to_device::<WgpuAutodiff>(&graph, &config, device);
         let model = GraphTransformer::<WgpuAutodiff>::new(&config, device);
-        best_seconds_within(OVERHEAD_BUDGET_SECONDS, || {
-            let _gradients = model.forward(&seq).sum().backward();
-            // Timing only: a failed sync surfaces in the training that follows.
-            let _ = WgpuBackend::sync(device);
-        })
+        agreeing_best_seconds_after(
+            OVERHEAD_BUDGET_SECONDS,
+            || (),
+            |()| {
+                let _gradients = model.forward(&seq).sum().backward();
+                // Timing only: a failed sync surfaces in the training that follows.
+                let _ = WgpuBackend::sync(device);
+            },
+        )
     };
     let cluster = alone(flops, mem_bandwidth);
     // (per layer, ends) beyond the prediction at `nodes`.
@@ -276,7 +308,7 @@ fn step_overhead(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> StepOve
             let _ = WgpuBackend::sync(device);
             grads
         };
-        let measured = best_seconds_after(OVERHEAD_BUDGET_SECONDS, gradients, |grads| {
+        let measured = agreeing_best_seconds_after(OVERHEAD_BUDGET_SECONDS, gradients, |grads| {
             let mut accumulator = GradientsAccumulator::<GraphTransformer<WgpuAutodiff>>::new();
             let stepped = model.borrow().clone();
             accumulator.accumulate(&stepped, GradientsParams::from_grads(grads, &stepped));
@@ -382,21 +414,23 @@ fn shared_hardware(
     }
 }
 
-/// The rates and overheads of `device`, named `name` (the overheads unless `skip_overheads`).
-fn measure(device: &WgpuDevice, name: &str, skip_overheads: bool) -> DeviceMeasurement {
+/// The rates and overheads of `device`, named `name` (the overheads as `options` ask).
+fn measure(device: &WgpuDevice, name: &str, options: &ProfileOptions) -> DeviceMeasurement {
     let attention = series(&[256, 1024], |seq| attention_flops(device, seq));
     let bandwidth = mem_bandwidth(device);
-    let (layer_overhead, end_overhead, step_overhead) = if skip_overheads {
+    let long = overhead_long_nodes(options.seq_len);
+    let (layer_overhead, end_overhead, step_overhead) = if options.skip_overheads {
         (None, None, None)
     } else {
         let flops = best(&attention);
-        let (layer, ends) = overheads(device, flops, bandwidth);
+        let (layer, ends) = overheads(device, flops, bandwidth, long);
         (
             Some(layer),
             Some(ends),
             Some(step_overhead(device, flops, bandwidth)),
         )
     };
+    let overhead_nodes = (!options.skip_overheads).then_some([OVERHEAD_NODES[0], long]);
     DeviceMeasurement {
         name: name.to_string(),
         attention_flops: attention,
@@ -408,6 +442,7 @@ fn measure(device: &WgpuDevice, name: &str, skip_overheads: bool) -> DeviceMeasu
         layer_overhead,
         end_overhead,
         step_overhead,
+        overhead_nodes,
         shared_attention_flops: None,
     }
 }
@@ -503,7 +538,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
                 ..DeviceMeasurement::clone(first)
             },
             None => {
-                let measured = measure(device, name, options.skip_overheads);
+                let measured = measure(device, name, options);
                 measured_of.insert(adapter.id.clone(), measured.clone());
                 measured
             }
@@ -626,4 +661,21 @@ pub fn profile_processes(
         cluster,
         measurements,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overhead_long_nodes;
+
+    #[test]
+    fn overheads_are_timed_at_the_planned_length_within_range() {
+        assert_eq!(overhead_long_nodes(None), 256);
+        assert_eq!(overhead_long_nodes(Some(512)), 512);
+        assert_eq!(
+            overhead_long_nodes(Some(8)),
+            64,
+            "twice the short length at least"
+        );
+        assert_eq!(overhead_long_nodes(Some(100_000)), 2048);
+    }
 }

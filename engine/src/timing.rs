@@ -11,36 +11,66 @@ pub(crate) fn best_seconds(work: impl FnMut()) -> f64 {
 /// Like [`best_seconds`], but stops after the first measured run that brings the measured
 /// total to `budget` seconds or more (so a slow case costs a warm-up and one or two runs).
 pub(crate) fn best_seconds_within(budget: f64, mut work: impl FnMut()) -> f64 {
-    best_seconds_after(budget, || (), |()| work())
+    timed_runs(budget, 3, |_| false, || (), |()| work())
 }
 
+/// Relative gap within which [`agreeing_best_seconds_after`] takes its two fastest runs to
+/// agree.
+const AGREEMENT: f64 = 0.05;
+
+/// Most timed runs of [`agreeing_best_seconds_after`].
+const MOST_AGREEING_RUNS: usize = 7;
+
 /// Like [`best_seconds_within`], but each run of `work` takes what an untimed `prepare` made
-/// for it (so that only `work` is timed).
-pub(crate) fn best_seconds_after<T>(
+/// for it (only `work` is timed), and runs go on until the two fastest runs agree within 5% (up to
+/// seven runs, or until the measured total reaches `budget`): a best-of that one disturbed
+/// run cannot set alone, unless the budget runs out first.
+pub(crate) fn agreeing_best_seconds_after<T>(
     budget: f64,
+    prepare: impl FnMut() -> T,
+    work: impl FnMut(T),
+) -> f64 {
+    timed_runs(budget, MOST_AGREEING_RUNS, two_fastest_agree, prepare, work)
+}
+
+/// Whether the two fastest of `runs` (sorted fastest first) are within [`AGREEMENT`].
+fn two_fastest_agree(runs: &[f64]) -> bool {
+    match runs {
+        [fastest, second, ..] => second - fastest <= AGREEMENT * fastest,
+        _ => false,
+    }
+}
+
+/// The fastest of up to `most` timed runs of `work` (after an untimed warm-up run), each on
+/// what an untimed `prepare` made; stops early once the measured total reaches `budget` or
+/// `enough` holds of the run times so far, sorted fastest first.
+fn timed_runs<T>(
+    budget: f64,
+    most: usize,
+    enough: impl Fn(&[f64]) -> bool,
     mut prepare: impl FnMut() -> T,
     mut work: impl FnMut(T),
 ) -> f64 {
     work(prepare());
-    let mut best = f64::INFINITY;
-    let mut total = 0.0;
-    for _ in 0..3 {
+    let mut runs: Vec<f64> = Vec::with_capacity(most);
+    for _ in 0..most {
         let input = prepare();
         let start = Instant::now();
         work(input);
-        let seconds = start.elapsed().as_secs_f64();
-        best = best.min(seconds);
-        total += seconds;
-        if total >= budget {
+        runs.push(start.elapsed().as_secs_f64());
+        runs.sort_by(f64::total_cmp);
+        if runs.iter().sum::<f64>() >= budget || enough(&runs) {
             break;
         }
     }
-    best
+    runs[0]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::best_seconds_within;
+    use std::{cell::Cell, thread::sleep, time::Duration};
+
+    use super::{agreeing_best_seconds_after, best_seconds_within, timed_runs, two_fastest_agree};
 
     #[test]
     fn runs_a_warm_up_and_at_most_three_timed_runs() {
@@ -50,5 +80,43 @@ mod tests {
         let mut calls = 0;
         best_seconds_within(0.0, || calls += 1);
         assert_eq!(calls, 2, "a zero budget stops after one timed run");
+    }
+
+    #[test]
+    fn two_runs_agree_within_five_percent() {
+        assert!(two_fastest_agree(&[1.0, 1.04, 3.0]));
+        assert!(!two_fastest_agree(&[1.0, 1.1]));
+        assert!(!two_fastest_agree(&[1.0]), "one run agrees with nothing");
+    }
+
+    #[test]
+    fn timed_runs_stop_once_enough_holds() {
+        let calls = Cell::new(0);
+        let count = |()| calls.set(calls.get() + 1);
+        timed_runs(f64::INFINITY, 7, |runs| runs.len() == 2, || (), count);
+        assert_eq!(calls.get(), 3, "a warm-up and the two runs it took");
+    }
+
+    #[test]
+    fn disagreeing_runs_go_on_to_the_most_or_the_budget() {
+        // The n-th call sleeps n × 10 ms: no two runs agree within 5%.
+        let calls = Cell::new(0);
+        let work = |()| {
+            sleep(Duration::from_millis(10 * calls.get()));
+            calls.set(calls.get() + 1);
+        };
+        let seconds = agreeing_best_seconds_after(f64::INFINITY, || (), work);
+        assert_eq!(calls.get(), 8, "a warm-up and seven runs");
+        assert!(
+            (0.01..0.02).contains(&seconds),
+            "the fastest run is the 10 ms one: {seconds}"
+        );
+        calls.set(2);
+        agreeing_best_seconds_after(0.05, || (), work);
+        assert_eq!(
+            calls.get(),
+            5,
+            "runs of 30 and 40 ms reach the 50 ms budget"
+        );
     }
 }

@@ -23,6 +23,11 @@ pub struct ProfileArgs {
     /// Memory of each device in bytes (wgpu does not report a GPU's memory).
     #[arg(long)]
     device_memory: Option<u64>,
+    /// The sequence length you will train with: the model's overheads are timed there (up to
+    /// 2,048 nodes), so plans at that length interpolate them rather than extrapolate
+    /// (default: timed at 256 nodes).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    seq_len: Option<u64>,
     /// Where to write the cluster spec (schema_version 1).
     #[arg(long)]
     out: PathBuf,
@@ -31,7 +36,10 @@ pub struct ProfileArgs {
 /// Measures the devices and writes the cluster spec; under mpirun, every process's devices
 /// and the links between processes, written by process 0.
 pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
-    let options = profile_options(&args.adapter, args.devices, args.device_memory);
+    let options = ProfileOptions {
+        seq_len: args.seq_len.map(|len| len as usize),
+        ..profile_options(&args.adapter, args.devices, args.device_memory)
+    };
     #[cfg(feature = "mpi")]
     if megagraph_engine::comm::launched_by_mpirun() {
         let runtime = megagraph_engine::comm::MpiRuntime::init()?;
@@ -56,7 +64,8 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
 pub const PROFILE_OVERHEADS_VAR: &str = "MEGAGRAPH_PROFILE_OVERHEADS";
 
 /// What every profile of the command line measures: these adapters (or logical devices of
-/// the first) with this memory, and the overheads unless [`PROFILE_OVERHEADS_VAR`] is `0`.
+/// the first) with this memory, and the overheads unless [`PROFILE_OVERHEADS_VAR`] is `0`
+/// (timed at the default lengths: a profile for a known run sets `seq_len`).
 pub fn profile_options(
     adapters: &[AdapterSelector],
     logical_devices: Option<usize>,
@@ -67,6 +76,7 @@ pub fn profile_options(
         logical_devices,
         device_memory,
         skip_overheads: std::env::var(PROFILE_OVERHEADS_VAR).is_ok_and(|v| v == "0"),
+        seq_len: None,
     }
 }
 
@@ -80,7 +90,7 @@ fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
             )
         });
         eprintln!(
-            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, overhead per layer {} and for the ends {}, optimizer step overhead {}{shared}",
+            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, overhead per layer {} and for the ends {}{}, optimizer step overhead {}{shared}",
             m.name,
             giga(&m.attention_flops),
             giga(&m.matmul_flops),
@@ -88,6 +98,10 @@ fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
             m.mem_bandwidth / 1e9,
             describe_overhead(&m.layer_overhead),
             describe_overhead(&m.end_overhead),
+            m.overhead_nodes
+                .map_or(String::new(), |[short, long]| format!(
+                    " (timed at {short} and {long} nodes)"
+                )),
             describe_step_overhead(&m.step_overhead),
         );
     }

@@ -16,7 +16,7 @@ use megagraph_engine::{
     comm::MpiRuntime,
     device::WgpuAutodiff,
     parallel::{Layout, LocalDevice},
-    profile::profile_processes,
+    profile::{ProfileOptions, profile_processes},
 };
 use megagraph_planner::{Plan, search, search_fixed};
 
@@ -113,7 +113,10 @@ fn plan_over_processes(
     args: &TrainArgs,
     prepared: &Prepared,
 ) -> anyhow::Result<Plan> {
-    let options = profile_options(&args.adapter, args.devices, args.device_memory);
+    let options = ProfileOptions {
+        seq_len: Some(prepared.options.seq_len.min(prepared.graph.num_nodes())),
+        ..profile_options(&args.adapter, args.devices, args.device_memory)
+    };
     let measured = profile_processes(runtime, &options)
         .context("profiling this process's devices for a plan")
         .unwrap_or_else(|e| fail_job(runtime, &e));
