@@ -145,7 +145,7 @@ pub fn model_spec(
             .into_iter()
             .map(|(cp, fraction)| HaloSpec { cp, fraction })
             .collect(),
-        ..config.planner_spec(options.seq_len.min(graph.num_nodes()))
+        ..config.planner_spec(options.sequence_nodes(graph))
     })
 }
 

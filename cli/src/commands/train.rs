@@ -582,7 +582,7 @@ fn describe(graph: &Graph, split: &Split, options: &TrainOptions) {
         split.train.len(),
         split.val.len(),
         split.test.len(),
-        options.seq_len.min(graph.num_nodes()),
+        options.sequence_nodes(graph),
         Bytes(footprint.host),
         Bytes(footprint.device),
     );

@@ -26,7 +26,7 @@ pub fn sequence_footprint(graph: &Graph, options: &TrainOptions) -> SequenceMemo
     let config = options.model_config(graph);
     let pairs = match config.scope {
         AttentionScope::Full => {
-            let row = options.seq_len.min(graph.num_nodes()) as u64;
+            let row = options.sequence_nodes(graph) as u64;
             PairBytes {
                 host_per_row: row,
                 device_per_row: row,
@@ -59,7 +59,7 @@ pub fn training_sequences(
     let what = format!(
         "cutting {} nodes into sequences of up to {} ({} attention)",
         graph.num_nodes(),
-        options.seq_len.min(graph.num_nodes()),
+        options.sequence_nodes(graph),
         config.scope
     );
     check_host(what, footprint.host)?;

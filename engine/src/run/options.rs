@@ -61,6 +61,12 @@ impl Default for TrainOptions {
 }
 
 impl TrainOptions {
+    /// Nodes of the longest sequence `graph` is cut into: `seq_len`, or the whole graph when
+    /// it has fewer nodes.
+    pub fn sequence_nodes(&self, graph: &Graph) -> usize {
+        self.seq_len.min(graph.num_nodes())
+    }
+
     /// The model configuration for `graph`: this run's shape with the graph's feature width
     /// and class count.
     pub fn model_config(&self, graph: &Graph) -> ModelConfig {

@@ -114,7 +114,7 @@ fn plan_over_processes(
     prepared: &Prepared,
 ) -> anyhow::Result<Plan> {
     let options = ProfileOptions {
-        seq_len: Some(prepared.options.seq_len.min(prepared.graph.num_nodes())),
+        seq_len: Some(prepared.options.sequence_nodes(&prepared.graph)),
         ..profile_options(&args.adapter, args.devices, args.device_memory)
     };
     let measured = profile_processes(runtime, &options)
