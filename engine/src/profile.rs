@@ -209,7 +209,7 @@ const OVERHEAD_NODES: [usize; 2] = [32, 256];
 /// The longer overhead length a profile may take from [`ProfileOptions::seq_len`]: at least
 /// twice the shorter (so the two stay apart), at most 2,048 rows (longer sequences extrapolate:
 /// timing a dense model there takes tens of seconds and S² memory).
-const OVERHEAD_NODES_RANGE: std::ops::RangeInclusive<usize> = 64..=2048;
+const OVERHEAD_NODES_RANGE: std::ops::RangeInclusive<usize> = 2 * OVERHEAD_NODES[0]..=2048;
 
 /// The longer sequence length at which [`overheads`] times the model for `seq_len`.
 fn overhead_long_nodes(seq_len: Option<usize>) -> usize {
@@ -235,9 +235,9 @@ const OVERHEAD_LAYERS: [usize; 2] = [1, 3];
 /// at two sequence lengths, 32 rows and `long` (fixed part and part per row). What the
 /// planner predicts of the same runs on a device of `flops` and `mem_bandwidth` alone is
 /// taken off, so a one-device prediction at this width and length adds up to the measurement
-/// by construction. (The overhead
-/// hardly depends on the width from 16 to 128, but a width-8 model showed a third of it:
-/// models far narrower than the default are predicted slower than they run.)
+/// by construction. (The overhead hardly depends on the width from 16 to 128, but a width-8
+/// model showed a third of it: models far narrower than the default are predicted slower
+/// than they run.)
 fn overheads(
     device: &WgpuDevice,
     flops: f64,
@@ -418,19 +418,19 @@ fn shared_hardware(
 fn measure(device: &WgpuDevice, name: &str, options: &ProfileOptions) -> DeviceMeasurement {
     let attention = series(&[256, 1024], |seq| attention_flops(device, seq));
     let bandwidth = mem_bandwidth(device);
-    let long = overhead_long_nodes(options.seq_len);
-    let (layer_overhead, end_overhead, step_overhead) = if options.skip_overheads {
-        (None, None, None)
+    let (layer_overhead, end_overhead, step_overhead, overhead_nodes) = if options.skip_overheads {
+        (None, None, None, None)
     } else {
         let flops = best(&attention);
+        let long = overhead_long_nodes(options.seq_len);
         let (layer, ends) = overheads(device, flops, bandwidth, long);
         (
             Some(layer),
             Some(ends),
             Some(step_overhead(device, flops, bandwidth)),
+            Some([OVERHEAD_NODES[0], long]),
         )
     };
-    let overhead_nodes = (!options.skip_overheads).then_some([OVERHEAD_NODES[0], long]);
     DeviceMeasurement {
         name: name.to_string(),
         attention_flops: attention,

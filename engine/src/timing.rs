@@ -22,9 +22,9 @@ const AGREEMENT: f64 = 0.05;
 const MOST_AGREEING_RUNS: usize = 7;
 
 /// Like [`best_seconds_within`], but each run of `work` takes what an untimed `prepare` made
-/// for it (only `work` is timed), and runs go on until the two fastest runs agree within 5% (up to
-/// seven runs, or until the measured total reaches `budget`): a best-of that one disturbed
-/// run cannot set alone, unless the budget runs out first.
+/// for it (only `work` is timed), and runs go on until the two fastest agree within 5% (up to
+/// seven runs, or until the measured total reaches `budget`): a figure is kept once a second
+/// run confirms it, unless the budget runs out first.
 pub(crate) fn agreeing_best_seconds_after<T>(
     budget: f64,
     prepare: impl FnMut() -> T,
