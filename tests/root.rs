@@ -24,6 +24,7 @@ mod kernels;
 mod mixed_apis;
 mod model_backends;
 mod parallel;
+mod profile_overheads;
 mod safe_ops;
 mod shaders;
 mod sparse_kernels;

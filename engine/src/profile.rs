@@ -28,6 +28,10 @@ use crate::{
     timing::{agreeing_best_seconds_after, best_seconds},
 };
 
+mod contention;
+
+pub use contention::{SharedOverhead, shared_overhead};
+
 /// Which devices to measure and what to assume where wgpu reports nothing.
 #[derive(Debug, Clone, Default)]
 pub struct ProfileOptions {
@@ -96,6 +100,11 @@ pub struct DeviceMeasurement {
     /// busy: the lower of the device's best alone and their summed rate at once. `None` for a
     /// lone device.
     pub shared_attention_flops: Option<f64>,
+    /// The model timed alone and with every logical device of the adapter running it at once,
+    /// at a shard's rows (its contention is the planner's `overhead_contention`). `None` for
+    /// a lone device, or when the options skip the overheads.
+    #[serde(default)]
+    pub shared_overhead: Option<SharedOverhead>,
 }
 
 /// Sequence length of the concurrent attention measurement.
@@ -444,6 +453,7 @@ fn measure(device: &WgpuDevice, name: &str, options: &ProfileOptions) -> DeviceM
         step_overhead,
         overhead_nodes,
         shared_attention_flops: None,
+        shared_overhead: None,
     }
 }
 
@@ -559,6 +569,7 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
             layer_overhead: measured.layer_overhead,
             end_overhead: measured.end_overhead,
             step_overhead: measured.step_overhead,
+            overhead_contention: None,
         });
         measurements.push(measured);
     }
@@ -571,9 +582,16 @@ pub fn profile(options: &ProfileOptions) -> Result<Profile, EngineError> {
         // Logical devices of one adapter, alike: each takes the mean of what they did at once.
         let at_once: f64 = concurrent_attention_flops(&devices).iter().sum();
         let each = at_once / devices.len() as f64;
+        // And the overheads at the rows of a shard of the run over all of them.
+        let shard_nodes =
+            (overhead_long_nodes(options.seq_len) / devices.len()).max(OVERHEAD_NODES[0]);
+        let shared_overhead =
+            (!options.skip_overheads).then(|| contention::shared_overhead(&devices, shard_nodes));
         for (spec, measured) in specs.iter_mut().zip(&mut measurements) {
             spec.flops = spec.flops.min(at_once);
+            spec.overhead_contention = shared_overhead.map(|s| s.contention());
             measured.shared_attention_flops = Some(each);
+            measured.shared_overhead = shared_overhead;
         }
     }
     let link = match devices.as_slice() {

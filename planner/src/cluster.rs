@@ -65,6 +65,12 @@ pub struct DeviceSpec {
     /// the micro-batches (absent: none counted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_overhead: Option<StepOverhead>,
+    /// How the overheads grow with the devices a plan keeps busy on the device's `hardware`:
+    /// with `k` of them busy, each overhead takes `1 + overhead_contention · (k − 1)` times
+    /// its time alone. Measured with every logical device of an adapter running the model at
+    /// once. Absent: 1, the overheads share the hardware like the kernels (`k` times as long).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_contention: Option<f64>,
 }
 
 /// Seconds of overhead on one sequence: `fixed + per_row · rows`, for the rows a device holds.
@@ -234,11 +240,18 @@ impl DeviceSpec {
             layer_overhead: None,
             end_overhead: None,
             step_overhead: None,
+            overhead_contention: None,
         }
     }
 
+    /// How many times its time alone each overhead takes with `sharing` devices busy on the
+    /// device's hardware (itself included; see `overhead_contention`).
+    pub(crate) fn overhead_slowdown(&self, sharing: f64) -> f64 {
+        1.0 + self.overhead_contention.unwrap_or(1.0) * (sharing - 1.0)
+    }
+
     /// Checks that memory, FLOP/s, bandwidth and any buffer limit are finite and positive, and
-    /// any launch latency finite and not negative.
+    /// the overheads and their contention finite and not negative.
     fn validate(&self, index: usize) -> Result<(), PlannerError> {
         for (field, value) in [
             ("memory_bytes", self.memory_bytes),
@@ -256,7 +269,11 @@ impl DeviceSpec {
                 });
             }
         }
-        for (field, overhead) in self.overheads() {
+        let contention = (
+            "overhead_contention",
+            self.overhead_contention.map(|c| [c, 0.0]),
+        );
+        for (field, overhead) in self.overheads().into_iter().chain([contention]) {
             for value in overhead.into_iter().flatten() {
                 if !(value.is_finite() && value >= 0.0) {
                     return Err(PlannerError::Device {
@@ -333,6 +350,28 @@ mod tests {
             error_of(&text),
             "device 1 (\"rx7900xtx\"): memory_bytes must be > 0, got -5"
         );
+    }
+
+    #[test]
+    fn overhead_contention_is_read_and_checked() -> Result<(), PlannerError> {
+        let with = |contention: &str| {
+            GOOD.replace(
+                "\"mem_bandwidth\": 9.6e11}",
+                &format!("\"mem_bandwidth\": 9.6e11, \"overhead_contention\": {contention}}}"),
+            )
+        };
+        let spec = ClusterSpec::from_json(&with("0.5"))?;
+        let (lone, busy) = (&spec.devices[0], &spec.devices[1]);
+        assert_eq!(busy.overhead_contention, Some(0.5));
+        // Four busy: 1 + 0.5 · 3 with the measured contention, 4 without one.
+        assert_eq!(busy.overhead_slowdown(4.0), 2.5);
+        assert_eq!(lone.overhead_slowdown(4.0), 4.0);
+        assert_eq!(busy.overhead_slowdown(1.0), 1.0);
+        assert_eq!(
+            error_of(&with("-0.1")),
+            "device 1 (\"rx7900xtx\"): overhead_contention must be >= 0, got -0.1"
+        );
+        Ok(())
     }
 
     #[test]

@@ -654,7 +654,8 @@ impl<'a> CostModel<'a> {
             .fold(0.0, |sum, t| sum + t);
         let ends = place.ends();
         // The overhead runs on the hardware the device shares, like its kernels.
-        let overhead = |o: Option<Overhead>| place.sharing * o.map_or(0.0, |o| o.at(rows + tokens));
+        let slowdown = device.overhead_slowdown(place.sharing);
+        let overhead = |o: Option<Overhead>| slowdown * o.map_or(0.0, |o| o.at(rows + tokens));
         TimeBreakdown {
             overhead: layers * overhead(device.layer_overhead)
                 + ends / 2.0 * overhead(device.end_overhead),
@@ -717,7 +718,8 @@ impl<'a> CostModel<'a> {
         let device = &self.cluster.devices[place.cell.device];
         // Like the layers' overhead, it runs on the hardware the device shares.
         let overhead = device.step_overhead.map_or(0.0, |o| {
-            place.sharing * (place.layers as f64 * o.per_layer + place.ends() / 2.0 * o.ends)
+            device.overhead_slowdown(place.sharing)
+                * (place.layers as f64 * o.per_layer + place.ends() / 2.0 * o.ends)
         });
         let optimizer = params * ADAM_FLOPS / rate + ADAM_TRAFFIC * bytes / bandwidth + overhead;
         (allreduce, optimizer)
@@ -990,6 +992,57 @@ mod tests {
         ] {
             assert!((shared / alone - 2.0).abs() < 1e-12, "{shared} vs {alone}");
         }
+    }
+
+    #[test]
+    fn overheads_on_shared_hardware_grow_by_the_measured_contention() {
+        let overhead = Overhead {
+            fixed: 1e-3,
+            per_row: 1e-6,
+        };
+        let shared = |name: &str, contention: Option<f64>| DeviceSpec {
+            hardware: Some("adapter".into()),
+            layer_overhead: Some(overhead),
+            end_overhead: Some(overhead),
+            step_overhead: Some(StepOverhead {
+                per_layer: 1e-3,
+                ends: 2e-3,
+            }),
+            overhead_contention: contention,
+            ..device(name, 1e12, 1e13, 1e12)
+        };
+        let model = model(2, 1024, 4);
+        let degrees = |text: &str| text.parse::<Degrees>().expect("degrees parse");
+        let overheads = |contention: Option<f64>, degrees: Degrees| {
+            let devices = (0..4).map(|i| shared(&format!("d{i}"), contention));
+            let spec = cluster(devices.collect(), (1e9, 0.0), vec![]);
+            let config = uniform_config(4, &model, degrees, 1);
+            let cost = CostModel::new(&spec, &model);
+            let (_, optimizer) = cost.post_time(&cost.places(&config)[0]);
+            (
+                predict(&spec, &model, &config).devices[0].time.overhead,
+                optimizer,
+            )
+        };
+        let dp1 = degrees("dp1-pp1-cp1");
+        let dp4 = degrees("dp4-pp1-cp1");
+        // Alone, the contention changes nothing.
+        assert_eq!(overheads(Some(0.4), dp1), overheads(None, dp1));
+        // Four busy on one adapter: 1 + 0.4 · 3 = 2.2 times alone, against 4 without a
+        // measured contention.
+        let (alone, _) = overheads(None, dp1);
+        let (measured, measured_step) = overheads(Some(0.4), dp4);
+        let (unmeasured, unmeasured_step) = overheads(None, dp4);
+        assert!(
+            (measured / alone - 2.2).abs() < 1e-12,
+            "{measured} vs {alone}"
+        );
+        assert!(
+            (unmeasured / alone - 4.0).abs() < 1e-12,
+            "{unmeasured} vs {alone}"
+        );
+        // The step's overhead grows the same way (Adam's arithmetic beside it does not).
+        assert!(measured_step < unmeasured_step);
     }
 
     #[test]

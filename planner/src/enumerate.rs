@@ -53,6 +53,7 @@ pub(crate) fn device_classes(cost: &CostModel) -> Vec<Vec<usize>> {
             && x.layer_overhead == y.layer_overhead
             && x.end_overhead == y.end_overhead
             && x.step_overhead == y.step_overhead
+            && x.overhead_contention == y.overhead_contention
             && (0..n)
                 .filter(|&w| w != a && w != b)
                 .all(|w| cost.link(a, w) == cost.link(b, w))

@@ -121,6 +121,7 @@ struct CellKey {
     device: [u64; 4],
     buffer: Option<u64>,
     overhead: [Option<[u64; 2]>; 3],
+    contention: Option<u64>,
     links: [Option<[u64; 2]>; 3],
 }
 
@@ -152,6 +153,7 @@ impl CellKey {
             overhead: d
                 .overheads()
                 .map(|(_, figures)| figures.map(|f| f.map(f64::to_bits))),
+            contention: d.overhead_contention.map(f64::to_bits),
             links: [
                 link_from(cell.ring_from),
                 link_from(cell.prev),

@@ -53,7 +53,9 @@ fn log_uniform(range: std::ops::Range<f64>) -> impl Strategy<Value = f64> {
 
 /// Random clusters of 1 to `max_devices` devices drawn from up to three device types (so
 /// that some devices are interchangeable), with a random default link and, half the time,
-/// random per-pair links; the devices of a type share one hardware 30% of the time and have overheads half the time. Memories run from a few MB to a few GB, so that memory binds in
+/// random per-pair links; the devices of a type share one hardware 30% of the time and have
+/// overheads half the time (with a measured contention half of those). Memories run from a few
+/// MB to a few GB, so that memory binds in
 /// many cases, and links from 100 MB/s to 100 GB/s, so that communication matters in many.
 pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSpec> {
     let kind = (
@@ -62,7 +64,10 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
         log_uniform(11.0..12.3),
         prop::option::weighted(0.3, log_uniform(5.0..8.0)),
         prop::bool::weighted(0.3),
-        prop::option::weighted(0.5, (0.0f64..1e-2, 0.0f64..1e-5)),
+        prop::option::weighted(
+            0.5,
+            (0.0f64..1e-2, 0.0f64..1e-5, prop::option::of(0.0f64..2.0)),
+        ),
     );
     let types = prop::collection::vec(kind, 1..=3);
     let link = (log_uniform(8.0..11.0), 0.0f64..1e-4);
@@ -78,17 +83,20 @@ pub(crate) fn arb_cluster(max_devices: usize) -> impl Strategy<Value = ClusterSp
                     .map(|&k| {
                         let (memory, flops, mem_bandwidth, max_buffer_bytes, shared, overhead) =
                             types[k];
-                        let step_overhead = overhead.map(|(fixed, per_row)| StepOverhead {
+                        let step_overhead = overhead.map(|(fixed, per_row, _)| StepOverhead {
                             per_layer: fixed,
                             ends: fixed + 100.0 * per_row,
                         });
-                        let overhead = overhead.map(|(fixed, per_row)| Overhead { fixed, per_row });
+                        let overhead_contention = overhead.and_then(|(.., contention)| contention);
+                        let overhead =
+                            overhead.map(|(fixed, per_row, _)| Overhead { fixed, per_row });
                         DeviceSpec {
                             max_buffer_bytes,
                             hardware: shared.then(|| format!("hardware{k}")),
                             layer_overhead: overhead,
                             end_overhead: overhead,
                             step_overhead,
+                            overhead_contention,
                             ..device(&format!("type{k}"), memory, flops, mem_bandwidth)
                         }
                     })

@@ -89,8 +89,17 @@ fn write(args: &ProfileArgs, measured: &Profile) -> anyhow::Result<()> {
                 f / 1e9
             )
         });
+        let shared_overhead = m.shared_overhead.map_or(String::new(), |o| {
+            format!(
+                ", the model at {} nodes {:.2}× as long with all {} at once (overhead contention {:.2} per other device)",
+                o.nodes,
+                o.slowdown,
+                o.devices,
+                o.contention()
+            )
+        });
         eprintln!(
-            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, overhead per layer {} and for the ends {}{}, optimizer step overhead {}{shared}",
+            "{}: attention {} GFLOP/s (S), matmul {} GFLOP/s (rows), embedding gather {} GB/s (rows), memory {:.2} GB/s, overhead per layer {} and for the ends {}{}, optimizer step overhead {}{shared}{shared_overhead}",
             m.name,
             giga(&m.attention_flops),
             giga(&m.matmul_flops),
