@@ -14,6 +14,20 @@ pub(crate) fn best_seconds_within(budget: f64, mut work: impl FnMut()) -> f64 {
     timed_runs(budget, 3, |_| false, || (), |()| work())
 }
 
+/// The median of `values` (0 when empty).
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
 /// Relative gap within which [`agreeing_best_seconds_after`] takes its two fastest runs to
 /// agree.
 const AGREEMENT: f64 = 0.05;
@@ -70,7 +84,9 @@ fn timed_runs<T>(
 mod tests {
     use std::{cell::Cell, thread::sleep, time::Duration};
 
-    use super::{agreeing_best_seconds_after, best_seconds_within, timed_runs, two_fastest_agree};
+    use super::{
+        agreeing_best_seconds_after, best_seconds_within, median, timed_runs, two_fastest_agree,
+    };
 
     #[test]
     fn runs_a_warm_up_and_at_most_three_timed_runs() {
@@ -118,5 +134,12 @@ mod tests {
             5,
             "runs of 30 and 40 ms reach the 50 ms budget"
         );
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&mut [9.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 30.0]), 3.0);
+        assert_eq!(median(&mut []), 0.0);
     }
 }

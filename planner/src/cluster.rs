@@ -269,21 +269,18 @@ impl DeviceSpec {
                 });
             }
         }
-        let contention = (
-            "overhead_contention",
-            self.overhead_contention.map(|c| [c, 0.0]),
-        );
-        for (field, overhead) in self.overheads().into_iter().chain([contention]) {
-            for value in overhead.into_iter().flatten() {
-                if !(value.is_finite() && value >= 0.0) {
-                    return Err(PlannerError::Device {
-                        index,
-                        name: self.name.clone(),
-                        field,
-                        rule: ">= 0",
-                        value,
-                    });
-                }
+        let overheads = (self.overheads().into_iter())
+            .flat_map(|(field, figures)| figures.into_iter().flatten().map(move |v| (field, v)));
+        let contention = (self.overhead_contention).map(|c| ("overhead_contention", c));
+        for (field, value) in overheads.chain(contention) {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(PlannerError::Device {
+                    index,
+                    name: self.name.clone(),
+                    field,
+                    rule: ">= 0",
+                    value,
+                });
             }
         }
         Ok(())

@@ -140,23 +140,9 @@ fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
     })
 }
 
-/// The median of `values` (0 when empty).
-pub(super) fn median(values: &mut [f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{DeviceRun, decode_run, encode_run, median};
+    use super::{DeviceRun, decode_run, encode_run};
 
     #[test]
     fn a_device_report_round_trips_through_a_message() -> Result<(), crate::EngineError> {
@@ -194,12 +180,5 @@ mod tests {
         assert_eq!(decode_run(3, &encode_run(&unnamed))?.adapter, "");
         assert!(decode_run(3, &[0.0; 8]).is_err());
         Ok(())
-    }
-
-    #[test]
-    fn median_of_odd_even_and_empty() {
-        assert_eq!(median(&mut [9.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 30.0]), 3.0);
-        assert_eq!(median(&mut []), 0.0);
     }
 }

@@ -24,7 +24,6 @@ use super::{
     memory_watch::MemoryWatch,
     one_forward_one_backward,
     passes::{InFlight, StageEnd},
-    reports::median,
     sender::{StageSender, TransferTime},
 };
 use crate::{
@@ -36,6 +35,7 @@ use crate::{
         GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart, ParameterShapes,
     },
     run::{DeviceRun, EpochMetrics, Role as NodeRole, Sequences, TrainOptions},
+    timing::median,
 };
 
 /// What every worker reads: the data, the options and the plan.

@@ -12,6 +12,7 @@ use super::{OVERHEAD_LAYERS, default_model};
 use crate::device::{WgpuAutodiff, WgpuBackend};
 use crate::graph::{SbmParams, sbm};
 use crate::model::{GraphTransformer, HostSequence};
+use crate::timing::median;
 
 /// Timed rounds, after one to warm up: the median round is kept.
 const ROUNDS: usize = 7;
@@ -97,16 +98,14 @@ fn summarise(nodes: usize, seconds: &[Vec<(f64, f64)>]) -> SharedOverhead {
             (seconds[0][round].0, at_once)
         })
         .collect();
-    let median = |mut values: Vec<f64>| {
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
+    let median_of =
+        |value: fn(&(f64, f64)) -> f64| median(&mut rounds.iter().map(value).collect::<Vec<_>>());
     SharedOverhead {
         nodes,
         devices: seconds.len(),
-        alone_seconds: median(rounds.iter().map(|r| r.0).collect()),
-        at_once_seconds: median(rounds.iter().map(|r| r.1).collect()),
-        slowdown: median(rounds.iter().map(|r| r.1 / r.0).collect()),
+        alone_seconds: median_of(|r| r.0),
+        at_once_seconds: median_of(|r| r.1),
+        slowdown: median_of(|r| r.1 / r.0),
     }
 }
 
