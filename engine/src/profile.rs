@@ -7,7 +7,10 @@ use std::{cell::RefCell, collections::HashMap};
 use burn::optim::{
     AdamConfig, GradientsAccumulator, GradientsParams, Optimizer, decay::WeightDecayConfig,
 };
-use burn::tensor::{Distribution, Int, Tensor, TensorData, backend::Backend};
+use burn::tensor::{
+    Distribution, Int, Tensor, TensorData,
+    backend::{AutodiffBackend, Backend},
+};
 use megagraph_planner::{
     ClusterSpec, DeviceSpec, Link, ModelSpec, Overhead, ParallelConfig, SCHEMA_VERSION,
     StepOverhead, predict,
@@ -24,7 +27,7 @@ use crate::{
     },
     graph::{Graph, SbmParams, induced_subgraph, sbm},
     kernels::{AttentionBackwardBackend, AttentionInputs, BiasedAttentionBackend, PairBuckets},
-    model::{GraphTransformer, HostSequence, ModelConfig, ModelOptimizer},
+    model::{GraphTransformer, HostSequence, ModelConfig, ModelOptimizer, SequenceTensors},
     timing::{agreeing_best_seconds_after, best_seconds},
 };
 
@@ -266,9 +269,7 @@ fn overheads(
             OVERHEAD_BUDGET_SECONDS,
             || (),
             |()| {
-                let _gradients = model.forward(&seq).sum().backward();
-                // Timing only: a failed sync surfaces in the training that follows.
-                let _ = WgpuBackend::sync(device);
+                forward_backward(&model, &seq, device);
             },
         )
     };
@@ -312,11 +313,7 @@ fn step_overhead(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> StepOve
         let mut optimizer: ModelOptimizer<WgpuAutodiff> = AdamConfig::new()
             .with_weight_decay(Some(WeightDecayConfig::new(1e-4)))
             .init();
-        let gradients = || {
-            let grads = model.borrow().forward(&seq).sum().backward();
-            let _ = WgpuBackend::sync(device);
-            grads
-        };
+        let gradients = || forward_backward(&model.borrow(), &seq, device);
         let measured = agreeing_best_seconds_after(OVERHEAD_BUDGET_SECONDS, gradients, |grads| {
             let mut accumulator = GradientsAccumulator::<GraphTransformer<WgpuAutodiff>>::new();
             let stepped = model.borrow().clone();
@@ -338,6 +335,19 @@ fn step_overhead(device: &WgpuDevice, flops: f64, mem_bandwidth: f64) -> StepOve
         per_layer,
         ends: ends.max(0.0),
     }
+}
+
+/// The gradients of one forward and backward of `model` over `seq`, with `device` synced after
+/// them so that a timer around the call sees the work done. For timing only: a failed sync
+/// surfaces in the training that follows.
+fn forward_backward(
+    model: &GraphTransformer<WgpuAutodiff>,
+    seq: &SequenceTensors<WgpuAutodiff>,
+    device: &WgpuDevice,
+) -> <WgpuAutodiff as AutodiffBackend>::Gradients {
+    let gradients = model.forward(seq).sum().backward();
+    let _ = WgpuBackend::sync(device);
+    gradients
 }
 
 /// The default model (`ModelConfig::new`) for `graph` with `layers` transformer layers.

@@ -5,11 +5,10 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use burn::backend::wgpu::WgpuDevice;
-use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};
 
-use super::{OVERHEAD_LAYERS, default_model};
-use crate::device::{WgpuAutodiff, WgpuBackend};
+use super::{OVERHEAD_LAYERS, default_model, forward_backward};
+use crate::device::WgpuAutodiff;
 use crate::graph::{SbmParams, sbm};
 use crate::model::{GraphTransformer, HostSequence};
 use crate::timing::median;
@@ -66,9 +65,7 @@ pub fn shared_overhead(devices: &[WgpuDevice], nodes: usize) -> SharedOverhead {
                     let model = GraphTransformer::<WgpuAutodiff>::new(config, device);
                     let timed = || {
                         let start = Instant::now();
-                        let _gradients = model.forward(&seq).sum().backward();
-                        // Timing only: a failed sync surfaces in the training after.
-                        let _ = WgpuBackend::sync(device);
+                        forward_backward(&model, &seq, device);
                         start.elapsed().as_secs_f64()
                     };
                     (0..=ROUNDS)
