@@ -3,7 +3,7 @@
 # devices, beside the planner's predictions; prints a Markdown table.
 #
 #   scripts/cost-model-check.sh                 # debug build, 4 logical devices on adapter 0
-#   MEGAGRAPH=target/release/megagraph DEVICES=4 scripts/cost-model-check.sh
+#   MEGAGRAPH=target/release/megagraph DEVICES=4 ROUNDS=3 scripts/cost-model-check.sh
 #   EXTRA="--scope hops:2" scripts/cost-model-check.sh   # more train options (here the hops scope)
 #   GRAPH=sbm:512:4 PLANS="dp1-pp1-cp1 dp1-pp1-cp2" scripts/cost-model-check.sh   # one sequence
 #   scripts/cost-model-check.sh --json          # the table, then one JSON object as the last line:
@@ -11,9 +11,13 @@
 #                   "measured_peak_in_use_bytes", "predicted_peak_bytes"}, ...]}
 #       (per plan, the maxima over its devices)
 #
-# One profile is measured first, at the runs' sequence length, and every plan is made on it
-# (`train --cluster --degrees`), so predictions and measurements come from the same binary and
-# devices.
+# The check runs in ROUNDS rounds (default 3). Each round measures a profile at the runs'
+# sequence length, then trains every plan on it (`train --cluster --degrees`), so predictions
+# and measurements come from the same binary, devices and minutes; round r starts its plans at
+# the r-th, so no plan always runs first or last. A plan's figures are the medians over the
+# rounds (the measured and the predicted step each, and the peaks), so load that comes and goes
+# on a shared machine falls on every plan alike; the table also shows the rounds' spread of
+# measured / predicted.
 set -euo pipefail
 JSON=0
 for arg in "$@"; do
@@ -25,6 +29,7 @@ done
 cd "$(dirname "$0")/.."
 BIN=${MEGAGRAPH:-target/debug/megagraph}
 DEVICES=${DEVICES:-4}
+ROUNDS=${ROUNDS:-3}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 PLANS=${PLANS:-"dp1-pp1-cp1 dp1-pp1-cp2 dp1-pp1-cp4 dp1-pp2-cp1 dp2-pp1-cp1 dp2-pp1-cp2 dp1-pp2-cp2"}
@@ -35,34 +40,48 @@ read -r -a EXTRA_ARGS <<<"${EXTRA:-}"
 RUN+=("${EXTRA_ARGS[@]}")
 
 [[ -x $BIN ]] || cargo build -p megagraph-cli
-"$BIN" profile --devices "$DEVICES" --seq-len "$SEQ_LEN" --out "$OUT/cluster.json" 2>"$OUT/profile.log"
-for degrees in $PLANS; do
-    "$BIN" train "${RUN[@]}" --devices "$DEVICES" --cluster "$OUT/cluster.json" \
-        --degrees "$degrees" --json >"$OUT/$degrees.json" 2>"$OUT/$degrees.log"
+read -r -a PLAN_LIST <<<"$PLANS"
+for round in $(seq "$ROUNDS"); do
+    "$BIN" profile --devices "$DEVICES" --seq-len "$SEQ_LEN" --out "$OUT/cluster.$round.json" \
+        2>"$OUT/profile.$round.log"
+    count=${#PLAN_LIST[@]}
+    for index in $(seq 0 $((count - 1))); do
+        degrees=${PLAN_LIST[$(((index + round - 1) % count))]}
+        "$BIN" train "${RUN[@]}" --devices "$DEVICES" --cluster "$OUT/cluster.$round.json" \
+            --degrees "$degrees" --json >"$OUT/$degrees.$round.json" 2>"$OUT/$degrees.$round.log"
+    done
 done
-python3 - "$OUT" "$JSON" $PLANS <<'PY'
-import json, sys
-out, as_json, plans = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+python3 - "$OUT" "$JSON" "$ROUNDS" $PLANS <<'PY'
+import json, statistics, sys
+out, as_json, rounds, plans = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), sys.argv[4:]
 rows = []
-print("| plan | measured step (s) | predicted step (s) | measured / predicted | peak in use (MiB) | pool reserved (MiB) | predicted peak (MiB) | in use / predicted | sent per step (KiB) | predicted sent (KiB) |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| plan | measured step (s) | predicted step (s) | measured / predicted | rounds' measured / predicted | peak in use (MiB) | pool reserved (MiB) | predicted peak (MiB) | in use / predicted | sent per step (KiB) | predicted sent (KiB) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+def slowest(plan, key):
+    """Per round, the maximum of `key` over the plan's devices (0 where a report lacks it)."""
+    values = []
+    for r in range(1, rounds + 1):
+        report = json.loads(open(f"{out}/{plan}.{r}.json").read().strip().splitlines()[-1])
+        values.append(max(d.get(key, 0) for d in report["devices"]))
+    return values
 for plan in plans:
-    report = json.loads(open(f"{out}/{plan}.json").read().strip().splitlines()[-1])
-    devices = report["devices"]
-    step = max(d["step_seconds"] for d in devices)
-    predicted_step = max(d["predicted_step_seconds"] for d in devices)
-    in_use = max(d["peak_in_use_bytes"] for d in devices) / 2**20
-    reserved = max(d["peak_bytes"] for d in devices) / 2**20
-    predicted_peak = max(d["predicted_peak_bytes"] for d in devices) / 2**20
-    sent = max(d.get("step_sent_bytes", 0) for d in devices) / 2**10
-    predicted_sent = max(d.get("predicted_sent_bytes", 0) for d in devices) / 2**10
-    print(f"| {plan} | {step:.2f} | {predicted_step:.2f} | {step / predicted_step:.2f} | {in_use:.1f} | {reserved:.1f} | {predicted_peak:.1f} | {in_use / predicted_peak:.2f} | {sent:.0f} | {predicted_sent:.0f} |")
+    measured, predicted = slowest(plan, "step_seconds"), slowest(plan, "predicted_step_seconds")
+    step, predicted_step = statistics.median(measured), statistics.median(predicted)
+    spread = sorted(m / p for m, p in zip(measured, predicted))
+    in_use_bytes = statistics.median(slowest(plan, "peak_in_use_bytes"))
+    predicted_bytes = statistics.median(slowest(plan, "predicted_peak_bytes"))
+    in_use, predicted_peak = in_use_bytes / 2**20, predicted_bytes / 2**20
+    reserved = statistics.median(slowest(plan, "peak_bytes")) / 2**20
+    sent = statistics.median(slowest(plan, "step_sent_bytes")) / 2**10
+    predicted_sent = statistics.median(slowest(plan, "predicted_sent_bytes")) / 2**10
+    rounds_text = ", ".join(f"{x:.2f}" for x in spread)
+    print(f"| {plan} | {step:.2f} | {predicted_step:.2f} | {step / predicted_step:.2f} | {rounds_text} | {in_use:.1f} | {reserved:.1f} | {predicted_peak:.1f} | {in_use / predicted_peak:.2f} | {sent:.0f} | {predicted_sent:.0f} |")
     rows.append({
         "plan": plan,
         "measured_step_seconds": step,
         "predicted_step_seconds": predicted_step,
-        "measured_peak_in_use_bytes": max(d["peak_in_use_bytes"] for d in devices),
-        "predicted_peak_bytes": max(d["predicted_peak_bytes"] for d in devices),
+        "measured_peak_in_use_bytes": in_use_bytes,
+        "predicted_peak_bytes": predicted_bytes,
     })
 if as_json:
     print(json.dumps({"plans": rows}))
