@@ -41,10 +41,10 @@ RUN+=("${EXTRA_ARGS[@]}")
 
 [[ -x $BIN ]] || cargo build -p megagraph-cli
 read -r -a PLAN_LIST <<<"$PLANS"
+count=${#PLAN_LIST[@]}
 for round in $(seq "$ROUNDS"); do
     "$BIN" profile --devices "$DEVICES" --seq-len "$SEQ_LEN" --out "$OUT/cluster.$round.json" \
         2>"$OUT/profile.$round.log"
-    count=${#PLAN_LIST[@]}
     for index in $(seq 0 $((count - 1))); do
         degrees=${PLAN_LIST[$(((index + round - 1) % count))]}
         "$BIN" train "${RUN[@]}" --devices "$DEVICES" --cluster "$OUT/cluster.$round.json" \
@@ -57,23 +57,24 @@ out, as_json, rounds, plans = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]),
 rows = []
 print("| plan | measured step (s) | predicted step (s) | measured / predicted | rounds' measured / predicted | peak in use (MiB) | pool reserved (MiB) | predicted peak (MiB) | in use / predicted | sent per step (KiB) | predicted sent (KiB) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-def slowest(plan, key):
-    """Per round, the maximum of `key` over the plan's devices (0 where a report lacks it)."""
-    values = []
-    for r in range(1, rounds + 1):
-        report = json.loads(open(f"{out}/{plan}.{r}.json").read().strip().splitlines()[-1])
-        values.append(max(d.get(key, 0) for d in report["devices"]))
-    return values
+def reports(plan):
+    """The plan's report (its output's last line) of every round, in round order."""
+    return [json.loads(open(f"{out}/{plan}.{r}.json").read().strip().splitlines()[-1])
+            for r in range(1, rounds + 1)]
 for plan in plans:
-    measured, predicted = slowest(plan, "step_seconds"), slowest(plan, "predicted_step_seconds")
+    plan_reports = reports(plan)
+    def slowest(key):
+        """Per round, the maximum of `key` over the plan's devices (0 where a report lacks it)."""
+        return [max(d.get(key, 0) for d in report["devices"]) for report in plan_reports]
+    measured, predicted = slowest("step_seconds"), slowest("predicted_step_seconds")
     step, predicted_step = statistics.median(measured), statistics.median(predicted)
     spread = sorted(m / p for m, p in zip(measured, predicted))
-    in_use_bytes = statistics.median(slowest(plan, "peak_in_use_bytes"))
-    predicted_bytes = statistics.median(slowest(plan, "predicted_peak_bytes"))
+    in_use_bytes = statistics.median(slowest("peak_in_use_bytes"))
+    predicted_bytes = statistics.median(slowest("predicted_peak_bytes"))
     in_use, predicted_peak = in_use_bytes / 2**20, predicted_bytes / 2**20
-    reserved = statistics.median(slowest(plan, "peak_bytes")) / 2**20
-    sent = statistics.median(slowest(plan, "step_sent_bytes")) / 2**10
-    predicted_sent = statistics.median(slowest(plan, "predicted_sent_bytes")) / 2**10
+    reserved = statistics.median(slowest("peak_bytes")) / 2**20
+    sent = statistics.median(slowest("step_sent_bytes")) / 2**10
+    predicted_sent = statistics.median(slowest("predicted_sent_bytes")) / 2**10
     rounds_text = ", ".join(f"{x:.2f}" for x in spread)
     print(f"| {plan} | {step:.2f} | {predicted_step:.2f} | {step / predicted_step:.2f} | {rounds_text} | {in_use:.1f} | {reserved:.1f} | {predicted_peak:.1f} | {in_use / predicted_peak:.2f} | {sent:.0f} | {predicted_sent:.0f} |")
     rows.append({
