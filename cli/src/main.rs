@@ -2,6 +2,7 @@
 
 mod commands;
 mod data;
+mod error_line;
 mod panics;
 mod plan_source;
 mod progress;
@@ -70,9 +71,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         #[cfg(feature = "mpi")]
-        Err(e) if e.is::<commands::RefusedElsewhere>() => ExitCode::FAILURE,
+        Err(e) if e.is::<commands::RefusalSaid>() => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("error: {}", commands::one_line(&e));
+            error_line::say_error(commands::one_line(&e));
             ExitCode::FAILURE
         }
     }

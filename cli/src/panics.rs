@@ -16,9 +16,9 @@ pub fn end_the_process_on_orphan_panics() {
         let thread = std::thread::current();
         let name = thread.name().unwrap_or("unnamed");
         if name != "main" && !name.starts_with(WORKER_THREAD_PREFIX) {
-            eprintln!(
-                "error: a runtime thread ({name}) panicked and no device can finish without it: the process ends here"
-            );
+            crate::error_line::say_error(format_args!(
+                "a runtime thread ({name}) panicked and no device can finish without it: the process ends here"
+            ));
             std::process::abort();
         }
     }));

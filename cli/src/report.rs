@@ -41,14 +41,16 @@ fn fallback_dir() -> Result<PathBuf, ReportError> {
 fn say_fallback(error: &ReportError, fallback: Result<PathBuf, ReportError>) -> Option<PathBuf> {
     match fallback {
         Ok(dir) => {
-            eprintln!(
-                "error: {error}; the report will be written to {} instead",
+            crate::error_line::say_error(format_args!(
+                "{error}; the report will be written to {} instead",
                 dir.display()
-            );
+            ));
             Some(dir)
         }
         Err(again) => {
-            eprintln!("error: {error}; no fallback directory either: {again}");
+            crate::error_line::say_error(format_args!(
+                "{error}; no fallback directory either: {again}"
+            ));
             None
         }
     }

@@ -91,7 +91,7 @@ fn comm(args: &CommArgs) -> anyhow::Result<()> {
     let rows = match bench_comm(&runtime, &args.sizes, args.rounds.max(1)) {
         Ok(rows) => rows,
         Err(error) => {
-            eprintln!("error: process {}: {error}", runtime.process());
+            crate::error_line::say_error(format_args!("process {}: {error}", runtime.process()));
             runtime.abort(1);
         }
     };

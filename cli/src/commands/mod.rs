@@ -11,21 +11,22 @@ mod trained;
 
 use std::process::ExitCode;
 
-/// The error of an `mpirun` process whose job was refused before it started, the refusal
-/// printed by process 0: it ends the process with a failure and prints nothing.
+/// The error of an `mpirun` process whose job was refused before it started, once the refusal
+/// has been printed (by process 0, while MPI was still up): it ends the process with a failure
+/// and prints nothing more.
 #[cfg(feature = "mpi")]
 #[derive(Debug, Clone, Copy)]
-pub struct RefusedElsewhere;
+pub struct RefusalSaid;
 
 #[cfg(feature = "mpi")]
-impl std::fmt::Display for RefusedElsewhere {
+impl std::fmt::Display for RefusalSaid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("the job was refused (process 0 says why)")
     }
 }
 
 #[cfg(feature = "mpi")]
-impl std::error::Error for RefusedElsewhere {}
+impl std::error::Error for RefusalSaid {}
 
 /// The error and its causes on one line, each cause once: many errors' messages already
 /// embed their source's message (`cannot read x: {source}`), so a cause whose text is part of
@@ -57,14 +58,15 @@ pub fn report_usage_error(error: clap::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        eprintln!(
-            "error: a subcommand is required: devices, train, predict, evaluate, bench, profile or plan (see --help)"
+        crate::error_line::say_error(
+            "a subcommand is required: devices, train, predict, evaluate, bench, profile or plan (see --help)",
         );
         return ExitCode::from(2);
     }
     let rendered = error.render().to_string();
     let first = rendered.lines().next().unwrap_or("invalid arguments");
-    eprintln!("{first} (see --help)");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    crate::error_line::say_error(format_args!("{first} (see --help)"));
     ExitCode::from(2)
 }
 

@@ -46,7 +46,10 @@ pub fn run(args: &ProfileArgs) -> anyhow::Result<()> {
         let measured = match megagraph_engine::profile::profile_processes(&runtime, &options) {
             Ok(measured) => measured,
             Err(error) => {
-                eprintln!("error: process {}: {error}", runtime.process());
+                crate::error_line::say_error(format_args!(
+                    "process {}: {error}",
+                    runtime.process()
+                ));
                 runtime.abort(1);
             }
         };

@@ -4,7 +4,7 @@
 //! The plan is `--plan`, or planned on `--cluster`, or, with neither, planned on process 0
 //! from a profile of every process's devices (as `--devices N` does in one process) and sent
 //! to all. A refusal that comes before the job starts (bad options or data, a plan that cannot
-//! run) is agreed on by every process: process 0 prints it once, and every process finalises
+//! run) is agreed on by every process: process 0 prints it once, then every process finalises
 //! MPI and exits non-zero, so that `mpirun` ends the job without an abort. A failure once the
 //! job runs names its process and ends every process at once (`MPI_Abort`), so none waits for
 //! a peer that is gone.
@@ -22,50 +22,63 @@ use megagraph_planner::{Plan, search, search_fixed};
 
 use super::{Prepared, TrainArgs, batch, prepare, resolve_plan, run_job};
 use crate::{
-    commands::{RefusedElsewhere, one_line, profile::profile_options},
+    commands::{RefusalSaid, one_line, profile::profile_options},
     plan_source,
 };
 
-/// Runs this process's part of the job.
+/// Runs this process's part of the job. A refusal is printed here, before MPI is finalised:
+/// once every process has finalised and one has exited non-zero, `mpirun` ends the others, and
+/// a line printed after finalising can be lost with them.
 pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     let runtime = MpiRuntime::init()?;
+    match run_on(&runtime, args) {
+        Err(error) if !error.is::<RefusalSaid>() => {
+            crate::error_line::say_error(one_line(&error));
+            Err(RefusalSaid.into())
+        }
+        done => done,
+    }
+}
+
+/// [`run`] on an initialised runtime.
+fn run_on(runtime: &MpiRuntime, args: &TrainArgs) -> anyhow::Result<()> {
     // The lead device, which writes the saved model, is on process 0 in plans made on a
     // cluster spec of `mpirun megagraph profile` (its devices in process order).
     let checked = prepare(args, runtime.process() == 0).and_then(|prepared| {
         let plan = match (&args.plan, &args.cluster) {
             (None, None) => None,
-            _ => Some(placed_plan(&runtime, args, &prepared)?),
+            _ => Some(placed_plan(runtime, args, &prepared)?),
         };
         Ok((prepared, plan))
     });
-    let (prepared, plan) = agree(&runtime, checked)?;
+    let (prepared, plan) = agree(runtime, checked)?;
     let plan = match plan {
         Some(plan) => plan,
-        None => plan_over_processes(&runtime, args, &prepared)?,
+        None => plan_over_processes(runtime, args, &prepared)?,
     };
-    let result = run_process(&runtime, args, &prepared, &plan);
+    let result = run_process(runtime, args, &prepared, &plan);
     if let Err(error) = &result {
-        fail_job(&runtime, error);
+        fail_job(runtime, error);
     }
     result
 }
 
 /// Names this process and its error, then ends every process of the job.
 fn fail_job(runtime: &MpiRuntime, error: &anyhow::Error) -> ! {
-    eprintln!(
-        "error: process {} of {} on {}: {}",
+    crate::error_line::say_error(format_args!(
+        "process {} of {} on {}: {}",
         runtime.process(),
         runtime.processes(),
         runtime.host(),
         one_line(error)
-    );
+    ));
     runtime.abort(1)
 }
 
 /// Every process's outcome of the checks before the job (a collective of every process):
 /// this one's value when all passed; otherwise the refusal, as one line on process 0 (the
 /// cause once when every process found the same, else each process's) and
-/// [`RefusedElsewhere`] on the others.
+/// [`RefusalSaid`] on the others.
 fn agree<T>(runtime: &MpiRuntime, checked: anyhow::Result<T>) -> anyhow::Result<T> {
     let mine = checked.as_ref().err().map_or_else(String::new, one_line);
     let all = runtime.all_gather_bytes(mine.as_bytes());
@@ -77,7 +90,7 @@ fn agree<T>(runtime: &MpiRuntime, checked: anyhow::Result<T>) -> anyhow::Result<
         return checked;
     }
     if runtime.process() != 0 {
-        return Err(RefusedElsewhere.into());
+        return Err(RefusalSaid.into());
     }
     if refusals.len() == all.len() && refusals.iter().all(|(_, r)| *r == refusals[0].1) {
         bail!("{}", refusals[0].1);
@@ -143,7 +156,7 @@ fn plan_over_processes(
     let shared = runtime.all_gather_bytes(text.as_bytes()).swap_remove(0);
     match planned {
         Some(on_process_0) => on_process_0,
-        None if shared.is_empty() => Err(RefusedElsewhere.into()),
+        None if shared.is_empty() => Err(RefusalSaid.into()),
         None => Ok(Plan::from_json(&String::from_utf8_lossy(&shared))
             .context("the plan process 0 sent does not parse")
             .unwrap_or_else(|e| fail_job(runtime, &e))),
