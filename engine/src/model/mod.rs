@@ -22,7 +22,7 @@ pub use layer::GraphTransformerLayer;
 pub use megagraph_planner::{AttentionScope, DEFAULT_MAX_PAIRS};
 pub use params::{ModelPart, ParameterShapes};
 pub use propagate::propagate;
-pub use sequence::{AttentionPairs, KeyExchange, SequenceTensors};
+pub use sequence::{AttentionPairs, KeyExchange, SequenceInput, SequenceTensors};
 pub use shard::{HostSequence, SequencePairs, ShardSpec};
 pub use state::{AdamMoments, ModelOptimizer, adam_moments, restore_adam};
 pub use transformer::GraphTransformer;

@@ -34,6 +34,17 @@ pub enum KeyExchange {
     Halo(HaloExchange),
 }
 
+/// The rows' inputs to the embedding, held only by a device that runs the first layer.
+#[derive(Debug, Clone)]
+pub struct SequenceInput<B: Backend> {
+    /// The sparse input features of the rows held here, `[nodes, features]`.
+    pub features: SparseMatrix<B>,
+    /// The degree of each row's node in the whole graph, clamped to the model's `max_degree`,
+    /// as a one-hot `[nodes, max_degree + 1]` matrix (times the degree-embedding table: the
+    /// lookup).
+    pub degrees: SparseMatrix<B>,
+}
+
 /// Everything the model reads about one sequence, or about one context-parallel shard of it
 /// (a block of consecutive rows), on one device.
 #[derive(Debug, Clone)]
@@ -45,12 +56,9 @@ pub struct SequenceTensors<B: Backend> {
     pub keys: usize,
     /// How the key table is assembled from the shards.
     pub exchange: KeyExchange,
-    /// The sparse input features of the rows held here, `[nodes, features]`.
-    pub features: SparseMatrix<B>,
-    /// The degree of each row's node in the whole graph, clamped to the model's `max_degree`,
-    /// as a one-hot `[nodes, max_degree + 1]` matrix (times the degree-embedding table: the
-    /// lookup).
-    pub degrees: SparseMatrix<B>,
+    /// The rows' features and degrees: `None` on a pipeline stage after the first, which
+    /// never embeds.
+    pub input: Option<SequenceInput<B>>,
     /// The attention pairs.
     pub pairs: AttentionPairs<B>,
     /// The normalised message-passing matrix of the rows held here over the key table,
@@ -97,8 +105,10 @@ impl<B: Backend> SequenceTensors<B> {
             nodes: self.nodes,
             keys: self.keys,
             exchange: self.exchange,
-            features: lift_sparse(self.features),
-            degrees: lift_sparse(self.degrees),
+            input: self.input.map(|input| SequenceInput {
+                features: lift_sparse(input.features),
+                degrees: lift_sparse(input.degrees),
+            }),
             pairs: match self.pairs {
                 AttentionPairs::Dense(buckets) => AttentionPairs::Dense(PairBuckets {
                     rows: buckets.rows,
@@ -152,7 +162,9 @@ impl<B: Backend> SequenceTensors<B> {
             AttentionPairs::Dense(buckets) => buckets.blocks.iter().map(ints).sum(),
             AttentionPairs::Hops { nodes, tokens } => hops(nodes) + tokens.as_ref().map_or(0, hops),
         };
-        sparse(&self.features) + sparse(&self.degrees) + sparse(&self.adjacency) + pairs
+        let input = (self.input.as_ref())
+            .map_or(0, |input| sparse(&input.features) + sparse(&input.degrees));
+        input + sparse(&self.adjacency) + pairs
     }
 }
 

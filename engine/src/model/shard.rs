@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use burn::tensor::backend::Backend;
 
-use super::sequence::{AttentionPairs, KeyExchange};
+use super::sequence::{AttentionPairs, KeyExchange, SequenceInput};
 use super::{AttentionScope, ModelConfig, SequenceTensors};
 use crate::comm::{Communicator, HaloExchange, Rank, RowExchange};
 use crate::graph::{
@@ -67,6 +67,9 @@ pub struct ShardSpec {
     pub position: usize,
     /// This shard's communicator and the group's ranks in shard order.
     pub group: Option<(Arc<dyn Communicator>, Vec<Rank>)>,
+    /// Whether the device runs the embedding (the first pipeline stage) and so needs the rows'
+    /// features and degrees.
+    pub embeds: bool,
 }
 
 impl ShardSpec {
@@ -76,6 +79,7 @@ impl ShardSpec {
             ranges: vec![0..nodes],
             position: 0,
             group: None,
+            embeds: true,
         }
     }
 
@@ -190,8 +194,8 @@ impl HostSequence {
         buffers
     }
 
-    /// Uploads shard `shard` of the sequence to `device`: its rows' features and degrees,
-    /// its attention pairs over its key table, the normalised message-passing edges into its
+    /// Uploads shard `shard` of the sequence to `device`: its rows' features and degrees (where
+    /// the shard embeds), its attention pairs over its key table, the normalised message-passing edges into its
     /// rows, and how it exchanges rows with the other shards.
     pub fn shard_to_device<B: Backend>(
         &self,
@@ -234,8 +238,10 @@ impl HostSequence {
             nodes: rows.len(),
             keys: table.len(),
             exchange,
-            features: self.features(graph, &rows, device),
-            degrees: self.degrees(graph, config.max_degree, &rows, device),
+            input: shard.embeds.then(|| SequenceInput {
+                features: self.features(graph, &rows, device),
+                degrees: self.degrees(graph, config.max_degree, &rows, device),
+            }),
             pairs,
             adjacency: self.propagation(&table, device),
             token_exchange,
@@ -456,4 +462,44 @@ fn hops_indices(
         )
     });
     (nodes, token_rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::CpuBackend;
+    use crate::graph::SyntheticSpec;
+
+    #[test]
+    fn a_shard_that_does_not_embed_holds_no_features_or_degrees()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let graph: Graph = "sbm:60:2".parse::<SyntheticSpec>()?.generate(1)?;
+        let config = ModelConfig::new(graph.feature_dim(), graph.num_classes());
+        let host = HostSequence::new(&graph, (0..30).collect(), &config);
+        let device = Default::default();
+        let first = ShardSpec::whole(host.len());
+        let later = ShardSpec {
+            embeds: false,
+            ..first.clone()
+        };
+        let embedding = host.shard_to_device::<CpuBackend>(&graph, &config, &first, &device);
+        let other = host.shard_to_device::<CpuBackend>(&graph, &config, &later, &device);
+        let input = embedding
+            .input
+            .as_ref()
+            .ok_or("the first stage holds its input")?;
+        let feature_entries: usize = (0..30).map(|n| graph.features().row(n).0.len()).sum();
+        assert_eq!(input.features.nnz(), feature_entries);
+        assert_eq!(input.degrees.nnz(), 30, "one degree a row");
+        assert!(other.input.is_none());
+        let input_bytes = embedding.device_bytes() - other.device_bytes();
+        // Row and column offsets, then entry rows, entry columns, column order and values.
+        let sparse_bytes = |nnz: usize, cols: usize| 4 * (31 + (cols + 1) + 4 * nnz) as u64;
+        assert_eq!(
+            input_bytes,
+            sparse_bytes(input.features.nnz(), graph.feature_dim())
+                + sparse_bytes(30, config.max_degree + 1)
+        );
+        Ok(())
+    }
 }

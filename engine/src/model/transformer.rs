@@ -134,16 +134,16 @@ impl<B: ModelBackend> GraphTransformer<B> {
             AttentionKernel::Fused => B::sparse_matmul(x, w),
             AttentionKernel::Reference => sparse::reference::sparse_matmul(x, w),
         };
-        let features = seq
-            .features
-            .clone()
+        let input = (seq.input.as_ref())
+            .expect("the embedding runs on the first stage, whose sequences carry their input");
+        let features = (input.features.clone())
             .map_values(|values| feature_dropout(values, self.input_dropout.prob, seq));
         let projected = product(features, self.input.weight.val());
         let projected = match &self.input.bias {
             Some(bias) => projected + bias.val().unsqueeze_dim(0),
             None => projected,
         };
-        projected + product(seq.degrees.clone(), self.degree.weight.val())
+        projected + product(input.degrees.clone(), self.degree.weight.val())
     }
 
     /// Personalised-PageRank smoothing of the logits over the sequence's edges (APPNP); each

@@ -133,6 +133,7 @@ where
             position: shard,
             group: (rows.len() > 1)
                 .then(|| (self.comm.clone(), layout.shard_group(replica, stage))),
+            embeds: stage == 0,
         })
     }
 }
