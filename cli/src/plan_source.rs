@@ -123,8 +123,8 @@ pub fn sequence_count(graph: &Graph, seq_len: usize) -> usize {
 }
 
 /// The model spec of this run, as the planner sees it, with `batch` sequences per step and
-/// the figures of its sequences measured from the graph: pairs and edges per node, and the
-/// halos of CP degrees up to `max_cp` (hops scope).
+/// the figures of its sequences measured from the graph: pairs, edges and feature non-zeros
+/// per node, and the halos of CP degrees up to `max_cp` (hops scope).
 pub fn model_spec(
     graph: &Graph,
     options: &TrainOptions,
@@ -140,6 +140,7 @@ pub fn model_spec(
         graph_sequences: sequence_count(graph, options.seq_len),
         pairs_per_node: figures.pairs_per_node,
         edges_per_node: figures.edges_per_node,
+        feature_entries_per_node: graph.feature_entries_per_node(),
         halo: figures
             .halo
             .into_iter()

@@ -411,6 +411,7 @@ fn model_spec(graph: &Graph, nodes: &[u32], config: &ModelConfig) -> ModelSpec {
     let edges = nodes.len() + 2 * induced_subgraph(graph.adjacency(), nodes).num_edges();
     ModelSpec {
         edges_per_node: edges as f64 / nodes.len() as f64,
+        feature_entries_per_node: graph.feature_entries_per_node(),
         ..config.planner_spec(nodes.len())
     }
 }

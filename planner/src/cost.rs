@@ -22,6 +22,11 @@ const LSE_BYTES: f64 = 4.0;
 const F32_BYTES: f64 = 4.0;
 /// Bytes per node of the degree index (int32).
 const DEGREE_INDEX_BYTES: f64 = 4.0;
+/// Bytes per entry of a sparse matrix on a device: its row, column and place in the column
+/// order (int32) and its value (f32).
+const SPARSE_ENTRY_BYTES: f64 = 16.0;
+/// Bytes per row of a sparse matrix on a device: its row offset (int32).
+const SPARSE_OFFSET_BYTES: f64 = 4.0;
 /// Bytes per near pair of the hops scope's index on a device: key, row and transposed row as
 /// int32, two bucket bytes.
 const PAIR_INDEX_BYTES: f64 = 14.0;
@@ -119,8 +124,13 @@ pub struct MemoryBreakdown {
     /// The attention pairs of the device's row block per in-flight sequence: one-byte distance
     /// buckets, `S_local × S` (full scope), or the near-pair index, 14 bytes a pair (hops).
     pub distance_buckets: f64,
-    /// The attention pairs of the sequences the device's sequence cache holds beyond those
-    /// in flight: every sequence of the graph it has uploaded, while its node share of
+    /// The sparse matrices of the device's row block per in-flight sequence: the
+    /// message-passing matrix, and on the first stage the input features and one-hot degrees
+    /// (where their non-zeros are measured).
+    #[serde(default)]
+    pub sequence_matrices: f64,
+    /// The pairs and sparse matrices of the sequences the device's sequence cache holds beyond
+    /// those in flight: every sequence of the graph it has uploaded, while its node share of
     /// [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) has room.
     #[serde(default)]
     pub cached_sequences: f64,
@@ -134,6 +144,7 @@ impl MemoryBreakdown {
             + self.optimizer_state
             + self.activations
             + self.distance_buckets
+            + self.sequence_matrices
             + self.cached_sequences
     }
 }
@@ -256,8 +267,9 @@ impl Prediction {
 ///   device's forward + backward of one micro-batch and `post_i` its gradient all-reduce and
 ///   optimizer step; stage `s` keeps `min(m, pp − s)` micro-batches of activations.
 /// - Memory: parameters, gradients (1×), Adam state (2×), saved activations of in-flight
-///   micro-batches, distance buckets of in-flight sequences. Transient workspaces are not
-///   modelled.
+///   micro-batches, distance buckets and sparse matrices (message passing; features and
+///   degrees on the first stage) of in-flight sequences, and those of the sequences the
+///   device's cache holds. Transient workspaces are not modelled.
 /// - Gradient all-reduce over the stage's `dp · cp` devices is the engine's ring
 ///   reduce-scatter and all-gather: each device sends `2 (k − 1)` messages of `1/k` of the
 ///   gradients, at the slowest link between any two members; the optimizer is memory- and
@@ -759,7 +771,8 @@ impl<'a> CostModel<'a> {
         let per_row = layers * (b * (7.0 * h + 2.0 * f) + LSE_BYTES * model.heads as f64);
         let key_table = layers * b * h * (3.0 * keys + 2.0 * tokens);
         let mut per_node = per_row;
-        if place.first_stage() {
+        if place.first_stage() && model.feature_entries_per_node == 0.0 {
+            // Features of unknown sparsity: dense rows, an upper bound.
             per_node += b * model.features as f64 + DEGREE_INDEX_BYTES;
         }
         if place.last_stage() {
@@ -769,14 +782,36 @@ impl<'a> CostModel<'a> {
             AttentionScope::Full => rows * seq,
             AttentionScope::Hops { .. } => rows * model.pairs_per_row() * PAIR_INDEX_BYTES,
         };
+        let matrices = rows * self.sequence_matrix_row_bytes(place);
         MemoryBreakdown {
             parameters: params,
             gradients: params,
             optimizer_state: 2.0 * params,
             activations: sequences * ((rows + tokens) * per_node + key_table),
             distance_buckets: sequences * pairs,
-            cached_sequences: cached_pairs(model.graph_sequences, sequences, pairs, share),
+            sequence_matrices: sequences * matrices,
+            cached_sequences: cached_sequences(
+                model.graph_sequences,
+                sequences,
+                pairs + matrices,
+                share,
+            ),
         }
+    }
+
+    /// Bytes per row of the sparse matrices of one sequence on a device of `place`: the
+    /// message-passing matrix, and on the first stage, where their non-zeros are measured, the
+    /// input features and the one-hot degrees. Their column offsets (4 bytes a column, a few
+    /// kB a sequence) are left out, so that the bytes stay linear in the device's share.
+    fn sequence_matrix_row_bytes(&self, place: &Place) -> f64 {
+        let model = self.model;
+        let matrix =
+            |entries_per_row: f64| SPARSE_ENTRY_BYTES * entries_per_row + SPARSE_OFFSET_BYTES;
+        let mut bytes = matrix(model.edges_per_node.max(1.0));
+        if place.first_stage() && model.feature_entries_per_node > 0.0 {
+            bytes += matrix(model.feature_entries_per_node) + matrix(1.0);
+        }
+        bytes
     }
 
     /// The device's largest single buffers for one sequence as functions of its share, bytes:
@@ -840,16 +875,16 @@ impl<'a> CostModel<'a> {
     }
 }
 
-/// Bytes of attention pairs a device's sequence cache holds beyond the `in_flight`
-/// sequences' once it has uploaded each of the graph's `graph_sequences`, whose pairs take
-/// `pairs` bytes each on it at node share `share`: all of them, or as many bytes as its part
+/// Bytes a device's sequence cache holds beyond the `in_flight` sequences' once it has
+/// uploaded each of the graph's `graph_sequences`, which take `sequence` bytes each on it (pairs
+/// and sparse matrices) at node share `share`: all of them, or as many bytes as its part
 /// of the budget allows, [`SEQUENCE_CACHE_BYTES`](crate::SEQUENCE_CACHE_BYTES) × `share`
 /// (the engine's budget, so that every shard of a group holds as many sequences; it holds
 /// whole sequences, so it may hold up to one sequence less than that). Linear in the share,
 /// as balancing needs.
-fn cached_pairs(graph_sequences: usize, in_flight: f64, pairs: f64, share: f64) -> f64 {
-    let held = (graph_sequences as f64 * pairs).min(crate::SEQUENCE_CACHE_BYTES as f64 * share);
-    (held - in_flight * pairs).max(0.0)
+fn cached_sequences(graph_sequences: usize, in_flight: f64, sequence: f64, share: f64) -> f64 {
+    let held = (graph_sequences as f64 * sequence).min(crate::SEQUENCE_CACHE_BYTES as f64 * share);
+    (held - in_flight * sequence).max(0.0)
 }
 
 #[cfg(test)]
@@ -1192,6 +1227,42 @@ mod tests {
     }
 
     #[test]
+    fn only_the_first_stage_holds_the_input_features_sparse_where_measured() {
+        let spec = two_devices((1e10, 1e-5), vec![]);
+        let measured = ModelSpec {
+            edges_per_node: 5.0,
+            feature_entries_per_node: 20.0,
+            ..model(2, 512, 2)
+        };
+        let unmeasured = ModelSpec {
+            feature_entries_per_node: 0.0,
+            ..measured.clone()
+        };
+        let config = on_two(&measured, [1, 2, 1], 2);
+        let [first, last] = [0, 1].map(|d| predict(&spec, &measured, &config).devices[d].memory);
+        // Per row: the message-passing matrix (5 entries), and on the first stage the features
+        // (20 entries) and the one-hot degree (1 entry), 16 bytes an entry and 4 a row offset.
+        let first_rows = 2.0 * 512.0;
+        assert_eq!(
+            first.sequence_matrices,
+            first_rows * (16.0 * 5.0 + 4.0 + 16.0 * 20.0 + 4.0 + 16.0 + 4.0)
+        );
+        assert_eq!(last.sequence_matrices, 512.0 * (16.0 * 5.0 + 4.0));
+        // Unmeasured features count as dense rows of activations on the first stage instead.
+        let [dense_first, dense_last] =
+            [0, 1].map(|d| predict(&spec, &unmeasured, &config).devices[d].memory);
+        assert_eq!(dense_last, last);
+        assert_eq!(
+            dense_first.sequence_matrices,
+            first_rows * (16.0 * 5.0 + 4.0)
+        );
+        assert_eq!(
+            dense_first.activations - first.activations,
+            first_rows * (4.0 * 128.0 + DEGREE_INDEX_BYTES)
+        );
+    }
+
+    #[test]
     fn the_sequence_cache_holds_the_graphs_other_sequences_up_to_its_budget() {
         let spec = two_devices((1e10, 1e-5), vec![]);
         let model = model(2, 512, 1);
@@ -1209,10 +1280,15 @@ mod tests {
             unknown.cached_sequences, 0.0,
             "no graph size given: nothing cached"
         );
-        // A shard's pairs: its 256 rows × 512 keys, one byte each.
+        // A shard's pairs: its 256 rows × 512 keys, one byte each; its message-passing
+        // matrix: one entry (the self-loop, edges not measured) and one row offset a row.
         let four = with_graph(4, 512);
         assert_eq!(four.distance_buckets, 256.0 * 512.0);
-        assert_eq!(four.cached_sequences, 3.0 * four.distance_buckets);
+        assert_eq!(four.sequence_matrices, 256.0 * (16.0 + 4.0));
+        assert_eq!(
+            four.cached_sequences,
+            3.0 * (four.distance_buckets + four.sequence_matrices)
+        );
         // 2^16 nodes: 2 GiB of a shard's pairs per sequence, beyond the cache's 1 GiB.
         let long = with_graph(4, 1 << 16);
         assert_eq!(
@@ -1223,7 +1299,7 @@ mod tests {
         // holds as many sequences.
         let mid = with_graph(64, 1 << 13);
         assert_eq!(
-            mid.cached_sequences + mid.distance_buckets,
+            mid.cached_sequences + mid.distance_buckets + mid.sequence_matrices,
             crate::SEQUENCE_CACHE_BYTES as f64 / 2.0,
             "64 sequences of 32 MiB fill the shard's half of the budget"
         );

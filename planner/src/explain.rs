@@ -109,6 +109,8 @@ impl Plan {
                 ("optimizer state", m.optimizer_state),
                 ("activations", m.activations),
                 ("distance buckets", m.distance_buckets),
+                ("sequence matrices", m.sequence_matrices),
+                ("cached sequences", m.cached_sequences),
             ];
             let _ = writeln!(out, "  time:   {}", terms(&time, seconds));
             let _ = writeln!(out, "  memory: {}", terms(&memory, gib));

@@ -68,6 +68,10 @@ pub struct ModelSpec {
     /// (0: not measured, then the model assumes 1).
     #[serde(default)]
     pub edges_per_node: f64,
+    /// Mean non-zero input features per node of the graph (0: not measured, then the features
+    /// are counted as dense rows, an upper bound).
+    #[serde(default)]
+    pub feature_entries_per_node: f64,
     /// Measured halos of the hops scope's context parallelism: per CP degree, the largest
     /// halo of a shard as a fraction of the sequence's nodes, when the sequence is split into
     /// that many equal shards. A degree not listed is assumed to need every other shard's rows.
@@ -111,6 +115,7 @@ impl ModelSpec {
             global_tokens: 0,
             pairs_per_node: 0.0,
             edges_per_node: 0.0,
+            feature_entries_per_node: 0.0,
             halo: Vec::new(),
         }
     }
@@ -160,6 +165,7 @@ impl ModelSpec {
         for (field, value) in [
             ("pairs_per_node", self.pairs_per_node),
             ("edges_per_node", self.edges_per_node),
+            ("feature_entries_per_node", self.feature_entries_per_node),
         ] {
             if !(value >= 0.0 && value.is_finite()) {
                 return Err(PlannerError::ModelFigure {

@@ -132,6 +132,14 @@ impl Graph {
     pub fn feature_dim(&self) -> usize {
         self.features.cols()
     }
+
+    /// Mean non-zero input features per node (0 for a graph without nodes).
+    pub fn feature_entries_per_node(&self) -> f64 {
+        match self.num_nodes() {
+            0 => 0.0,
+            nodes => self.features.nnz() as f64 / nodes as f64,
+        }
+    }
 }
 
 /// Turns raw labels into class ids, rejecting negatives and checking the count;
