@@ -222,32 +222,48 @@ pub(crate) fn check_equivalent_on(
 }
 
 /// Asserts that every device of a pipeline timed its stage transfers (on the sending thread,
-/// beside its compute), hiding no more than they took, and that without a pipeline none did.
+/// beside its compute) and every device of a context-parallel group its row exchanges (the
+/// layers' started before the rows' own projections), each hiding no more than it took, and
+/// that devices without them timed none.
 fn assert_transfers_timed(report: &TrainReport, layout: &Layout, name: &str) {
+    let degrees = layout.degrees();
     for d in &report.devices {
-        let (took, hidden) = (
-            d.transfer_seconds_per_step,
-            d.hidden_transfer_seconds_per_step,
-        );
-        if layout.degrees().pp > 1 {
-            assert!(took > 0.0, "{name}: device {} timed no transfer", d.rank);
-        } else {
-            assert_eq!(took, 0.0, "{name}: device {} has no pipeline", d.rank);
+        for (what, took, hidden, has) in [
+            (
+                "transfer",
+                d.transfer_seconds_per_step,
+                d.hidden_transfer_seconds_per_step,
+                degrees.pp > 1,
+            ),
+            (
+                "exchange",
+                d.exchange_seconds_per_step,
+                d.hidden_exchange_seconds_per_step,
+                degrees.cp > 1,
+            ),
+        ] {
+            if has {
+                assert!(took > 0.0, "{name}: device {} timed no {what}", d.rank);
+            } else {
+                assert_eq!(took, 0.0, "{name}: device {} has no {what}s", d.rank);
+            }
+            assert!(
+                (0.0..=took).contains(&hidden),
+                "{name}: device {} hid {hidden} s of {took} s of {what}s",
+                d.rank
+            );
         }
-        assert!(
-            (0.0..=took).contains(&hidden),
-            "{name}: device {} hid {hidden} s of {took} s",
-            d.rank
-        );
     }
     eprintln!(
-        "{name}: transfer seconds per step (hidden) {:?}",
+        "{name}: transfer and exchange seconds per step (hidden) {:?}",
         report
             .devices
             .iter()
             .map(|d| (
                 d.transfer_seconds_per_step,
-                d.hidden_transfer_seconds_per_step
+                d.hidden_transfer_seconds_per_step,
+                d.exchange_seconds_per_step,
+                d.hidden_exchange_seconds_per_step
             ))
             .collect::<Vec<_>>()
     );

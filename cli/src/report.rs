@@ -260,6 +260,8 @@ mod tests {
                     step_sent_bytes: 0.0,
                     transfer_seconds_per_step: 0.0,
                     hidden_transfer_seconds_per_step: 0.0,
+                    exchange_seconds_per_step: 0.0,
+                    hidden_exchange_seconds_per_step: 0.0,
                 })
                 .collect(),
             peak_device_bytes: peaks,
@@ -300,6 +302,8 @@ mod tests {
             step_sent_bytes: 0.0,
             transfer_seconds_per_step: 0.0,
             hidden_transfer_seconds_per_step: 0.0,
+            exchange_seconds_per_step: 0.0,
+            hidden_exchange_seconds_per_step: 0.0,
         });
         let cpu = training_run(&options, &cpu_report, "ndarray cpu", None);
         assert_eq!(cpu.devices.len(), 1);

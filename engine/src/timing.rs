@@ -80,6 +80,32 @@ fn timed_runs<T>(
     runs[0]
 }
 
+/// Time spent in transfers that may overlap a device's compute: a pipeline stage's sends, or
+/// the row exchanges of context parallelism.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TransferTime {
+    /// Seconds from each transfer's start (its hand-over, or its copy's start) to its end,
+    /// summed: the wait for the device to finish what produced it and copy it, and the
+    /// messages.
+    pub seconds: f64,
+    /// Seconds the worker waited for transfers to finish, summed: what compute did not hide.
+    pub exposed_seconds: f64,
+}
+
+impl std::ops::AddAssign for TransferTime {
+    fn add_assign(&mut self, other: Self) {
+        self.seconds += other.seconds;
+        self.exposed_seconds += other.exposed_seconds;
+    }
+}
+
+impl TransferTime {
+    /// Seconds of transfer hidden behind the worker's compute.
+    pub fn hidden_seconds(&self) -> f64 {
+        (self.seconds - self.exposed_seconds).max(0.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::{cell::Cell, thread::sleep, time::Duration};

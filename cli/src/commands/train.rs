@@ -605,6 +605,8 @@ fn device_rows(report: &TrainReport, plan: Option<&Plan>) -> Vec<serde_json::Val
                 "step_sent_bytes": d.step_sent_bytes,
                 "transfer_seconds_per_step": d.transfer_seconds_per_step,
                 "hidden_transfer_seconds_per_step": d.hidden_transfer_seconds_per_step,
+                "exchange_seconds_per_step": d.exchange_seconds_per_step,
+                "hidden_exchange_seconds_per_step": d.hidden_exchange_seconds_per_step,
                 "predicted_sent_bytes": predicted.map(|p| p.sent_bytes),
                 "predicted_step_seconds": predicted.map(|p| p.step_seconds),
                 "predicted_peak_bytes": predicted.map(|p| p.peak_bytes),

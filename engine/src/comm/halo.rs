@@ -6,11 +6,9 @@
 
 use std::sync::Arc;
 
-use burn::tensor::Tensor;
-
 use super::{
     Communicator, Rank, Tag,
-    exchange::{ExchangeBackend, HostRows, RowsExchange, exchange_rows},
+    exchange::{HostRows, RowsExchange},
 };
 
 /// Who sends which rows to whom in one shard group, seen from one shard.
@@ -63,12 +61,6 @@ impl HaloExchange {
         }
         Ok(part)
     }
-}
-
-/// This shard's rows `x` (`[rows, C]`) followed by its halo rows, `[rows + halo, C]`: the key
-/// table of the shard's attention and message passing.
-pub fn exchange_halo<B: ExchangeBackend>(x: Tensor<B, 2>, exchange: &HaloExchange) -> Tensor<B, 2> {
-    exchange_rows(x, exchange)
 }
 
 impl RowsExchange for HaloExchange {

@@ -8,8 +8,10 @@
 //! a host buffer is also what a message-passing library (MPI, the next implementation) sends.
 //!
 //! [`LocalHub`] connects the devices of one process; with the `mpi` feature, [`MpiJob`]
-//! connects devices driven by different processes, on one machine or many. [`gather_rows`] is
-//! the differentiable all-gather the context-parallel model uses.
+//! connects devices driven by different processes, on one machine or many. [`exchange_rows`]
+//! is the differentiable row exchange the context-parallel model uses (the all-gather
+//! [`RowExchange`] or the [`HaloExchange`]); [`start_exchange`] starts its copy to the host
+//! early, so that it travels while the device computes what does not need it.
 
 mod error;
 mod exchange;
@@ -24,8 +26,11 @@ mod rows;
 #[cfg(feature = "mpi")]
 pub use self::mpi::{MpiCommunicator, MpiJob, MpiRuntime, launched_by_mpirun};
 pub use error::CommError;
-pub use exchange::{ExchangeBackend, HostRows, RowsExchange, exchange_rows};
-pub use halo::{HaloExchange, exchange_halo};
+pub use exchange::{
+    ExchangeBackend, HostRows, RowsExchange, StartedExchange, exchange_rows, exchange_started_rows,
+    start_exchange, take_exchange_time,
+};
+pub use halo::HaloExchange;
 pub use local::{LocalCommunicator, LocalHub, WARM_UP_TIMEOUT};
 #[cfg(feature = "mpi")]
 pub use mpi_measure::{CommBenchRow, ProcessLink, bench_comm, measure_process_links};

@@ -1,5 +1,7 @@
 //! Multi-head self-attention over a sequence with an additive spatial bias.
 
+use std::ops::Range;
+
 use burn::{
     module::Module,
     nn::{Linear, LinearConfig},
@@ -53,44 +55,91 @@ impl<B: Backend> BiasedAttention<B> {
     }
 }
 
+/// The queries, keys and values of a shard's own rows, each row-major `[rows, hidden]`: what
+/// a layer computes while its key exchange travels ([`BiasedAttention::project_own`]).
+#[derive(Debug, Clone)]
+pub struct OwnProjection<B: Backend> {
+    queries: Tensor<B, 2>,
+    keys: Tensor<B, 2>,
+    values: Tensor<B, 2>,
+}
+
 impl<B: ModelBackend> BiasedAttention<B> {
-    /// Attends the node rows `h` (`[rows, hidden]`, this shard's) and the global tokens
-    /// `tokens` (`[G, hidden]`, if the model has any) to their pairs, adding
+    /// The input `input` (`[n, hidden]`) times the projection's `columns` (of the queries',
+    /// keys' and values' side by side), plus their bias: `[n, columns]`.
+    fn project(&self, input: Tensor<B, 2>, columns: Range<usize>) -> Tensor<B, 2> {
+        let [_, hidden] = input.dims();
+        let weight = self.qkv.weight.val().slice([0..hidden, columns.clone()]);
+        let out = input.matmul(weight);
+        match &self.qkv.bias {
+            Some(bias) => out + bias.val().slice([columns]).unsqueeze_dim(0),
+            None => out,
+        }
+    }
+
+    /// `x` (`[n, hidden]`) split into heads: `[heads, n, head_dim]`.
+    fn heads(&self, x: Tensor<B, 2>) -> Tensor<B, 3> {
+        let [n, hidden] = x.dims();
+        x.reshape([n, self.heads, hidden / self.heads])
+            .swap_dims(0, 1)
+    }
+
+    /// The queries, keys and values of this shard's node rows `h` (`[rows, hidden]`); they
+    /// need no other shard's rows.
+    pub fn project_own(&self, h: Tensor<B, 2>) -> OwnProjection<B> {
+        let [_, hidden] = h.dims();
+        OwnProjection {
+            queries: self.project(h.clone(), 0..hidden),
+            keys: self.project(h.clone(), hidden..2 * hidden),
+            values: self.project(h, 2 * hidden..3 * hidden),
+        }
+    }
+
+    /// Attends this shard's node rows, projected in `own` ([`Self::project_own`]), and the
+    /// global tokens `tokens` (`[G, hidden]`, if the model has any) to their pairs, adding
     /// `table[head, bucket]` to each pair's score: under the full scope every row attends to
     /// every node of the key table `keys` (`[S, hidden]`); under the hops scope each row to its
     /// near pairs in the key table and to the tokens, and each token to this shard's rows (its
-    /// partial attentions over the shards combined through their log-sum-exp). Returns
-    /// `[rows + G, hidden]`, the tokens last.
+    /// partial attentions over the shards combined through their log-sum-exp). The keys and
+    /// values of the table's own rows ([`SequenceTensors::own_keys`]) are `own`'s; only the
+    /// other shards' rows are projected here. Returns `[rows + G, hidden]`, the tokens last.
     pub fn forward(
         &self,
-        h: Tensor<B, 2>,
+        own: OwnProjection<B>,
         tokens: Option<Tensor<B, 2>>,
         keys: Tensor<B, 2>,
         table: Tensor<B, 2>,
         seq: &SequenceTensors<B>,
     ) -> Tensor<B, 2> {
-        let [rows, hidden] = h.dims();
+        let [rows, hidden] = own.queries.dims();
         let heads = self.heads;
         let head_dim = hidden / heads;
-        // The fused projection's weight is [hidden, 3·hidden]: queries, keys, values.
-        let project = |input: Tensor<B, 2>, columns: std::ops::Range<usize>| {
-            let weight = self.qkv.weight.val().slice([0..hidden, columns.clone()]);
-            let out = input.matmul(weight);
-            let out = match &self.qkv.bias {
-                Some(bias) => out + bias.val().slice([columns]).unsqueeze_dim(0),
-                None => out,
+        let [key_rows, _] = keys.dims();
+        let mine = seq.own_keys();
+        // The keys (or values) of the key table and the tokens, in table order: the other
+        // shards' rows before this shard's, its own, the others' after, the tokens.
+        let in_table_order = |own: Tensor<B, 2>, columns: Range<usize>| {
+            let others = |range: Range<usize>| {
+                (!range.is_empty())
+                    .then(|| self.project(keys.clone().slice([range, 0..hidden]), columns.clone()))
             };
-            // [n, hidden] → [heads, n, head_dim]
-            let [n, _] = out.dims();
-            out.reshape([n, heads, head_dim]).swap_dims(0, 1)
+            let parts: Vec<Tensor<B, 2>> = [
+                others(0..mine.start),
+                Some(own),
+                others(mine.end..key_rows),
+                tokens.clone().map(|t| self.project(t, columns.clone())),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            match <[Tensor<B, 2>; 1]>::try_from(parts) {
+                Ok([only]) => only,
+                Err(parts) => Tensor::cat(parts, 0),
+            }
         };
-        let q = project(h, 0..hidden);
-        let sources = match &tokens {
-            Some(t) => Tensor::cat(vec![keys, t.clone()], 0),
-            None => keys,
-        };
-        let k = project(sources.clone(), hidden..2 * hidden);
-        let v = project(sources, 2 * hidden..3 * hidden);
+        let q = self.heads(own.queries);
+        let k = self.heads(in_table_order(own.keys, hidden..2 * hidden));
+        let v = self.heads(in_table_order(own.values, 2 * hidden..3 * hidden));
         let context = match &seq.pairs {
             AttentionPairs::Dense(buckets) => match self.kernel {
                 AttentionKernel::Fused => biased_attention(q, k, v, table, buckets.clone()),
@@ -112,7 +161,7 @@ impl<B: ModelBackend> BiasedAttention<B> {
                     (Some(t), Some(pairs)) => {
                         let own = [0..heads, 0..rows, 0..head_dim];
                         let (k, v) = (k.slice(own.clone()), v.slice(own));
-                        let q = project(t, 0..hidden);
+                        let q = self.heads(self.project(t, 0..hidden));
                         let (partial, lse) = match self.kernel {
                             AttentionKernel::Fused => {
                                 hops_attention_with_lse(q, k, v, table, pairs)

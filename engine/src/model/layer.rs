@@ -63,12 +63,16 @@ impl<B: ModelBackend> GraphTransformerLayer<B> {
         } else {
             (h, None)
         };
-        let keys = seq.gather(h.clone());
+        // The rows' copy for the key exchange starts first; their queries, keys and values,
+        // which need no other shard, are computed while the exchange travels.
+        let started = seq.start_gather(&h);
+        let own = self.attention.project_own(h.clone());
+        let keys = seq.gather_started(h, started);
         let kernel = self.attention.kernel();
         let local = self
             .local
             .forward(propagate(keys.clone(), &seq.adjacency, kernel));
-        let attended = self.attention.forward(h, tokens, keys, table, seq);
+        let attended = self.attention.forward(own, tokens, keys, table, seq);
         // The global tokens take no part in message passing.
         let local = if count > rows {
             Tensor::cat(

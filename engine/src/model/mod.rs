@@ -15,7 +15,7 @@ mod state;
 mod transfer;
 mod transformer;
 
-pub use attention::{AttentionKernel, BiasedAttention};
+pub use attention::{AttentionKernel, BiasedAttention, OwnProjection};
 pub use config::ModelConfig;
 pub use dropout::{DropoutSite, dropout, feature_dropout};
 pub use layer::GraphTransformerLayer;

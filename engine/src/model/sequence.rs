@@ -1,9 +1,14 @@
 //! A graph-aware sequence of nodes, or one context-parallel shard of it, on a device: what one
 //! forward pass reads.
 
+use std::ops::Range;
+
 use burn::tensor::{Int, Tensor, backend::AutodiffBackend, backend::Backend};
 
-use crate::comm::{HaloExchange, RowExchange, exchange_halo, gather_rows};
+use crate::comm::{
+    HaloExchange, RowExchange, StartedExchange, exchange_rows, exchange_started_rows,
+    start_exchange,
+};
 use crate::kernels::{DropoutStreams, HopsPattern, PairBuckets, SparseMatrix};
 
 use super::ModelBackend;
@@ -56,6 +61,10 @@ pub struct SequenceTensors<B: Backend> {
     pub keys: usize,
     /// How the key table is assembled from the shards.
     pub exchange: KeyExchange,
+    /// Whether a layer starts its key exchange before computing what does not need it
+    /// ([`Self::start_gather`]), so that the rows travel meanwhile; otherwise it waits for
+    /// the exchange where it needs the table (the baseline the overlap is measured against).
+    pub overlap_exchange: bool,
     /// The rows' features and degrees: `None` on a pipeline stage after the first, which
     /// never embeds.
     pub input: Option<SequenceInput<B>>,
@@ -81,10 +90,41 @@ impl<B: ModelBackend> SequenceTensors<B> {
     /// The key table (`[keys, C]`) from this shard's rows (`[nodes, C]`): `x` itself on one
     /// device, an all-gather over the shards (full scope), or `x` and its halo (hops scope).
     pub fn gather(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.gather_started(x, None)
+    }
+
+    /// Starts the key exchange of this shard's rows `x`, where there is one and these tensors
+    /// overlap it ([`Self::overlap_exchange`]): their copy to the host is enqueued now, before
+    /// the caller enqueues the work that does not need the key table, and
+    /// [`Self::gather_started`] finishes it.
+    pub fn start_gather(&self, x: &Tensor<B, 2>) -> Option<StartedExchange> {
+        let exchanges = !matches!(self.exchange, KeyExchange::None);
+        (exchanges && self.overlap_exchange).then(|| start_exchange(x))
+    }
+
+    /// [`Self::gather`] of `x`, with its copy to the host taken from `started` when given
+    /// ([`Self::start_gather`] of the same `x`).
+    pub fn gather_started(
+        &self,
+        x: Tensor<B, 2>,
+        started: Option<StartedExchange>,
+    ) -> Tensor<B, 2> {
+        match (&self.exchange, started) {
+            (KeyExchange::None, _) => x,
+            (KeyExchange::Gather(exchange), None) => exchange_rows(x, exchange),
+            (KeyExchange::Gather(exchange), Some(s)) => exchange_started_rows(x, exchange, s),
+            (KeyExchange::Halo(exchange), None) => exchange_rows(x, exchange),
+            (KeyExchange::Halo(exchange), Some(s)) => exchange_started_rows(x, exchange, s),
+        }
+    }
+
+    /// Where this shard's own rows sit in its key table: the whole table on one device, the
+    /// shard's block of the sequence under the full scope, the table's first rows (the halo
+    /// follows) under the hops scope.
+    pub fn own_keys(&self) -> Range<usize> {
         match &self.exchange {
-            KeyExchange::None => x,
-            KeyExchange::Gather(exchange) => gather_rows(x, exchange),
-            KeyExchange::Halo(exchange) => exchange_halo(x, exchange),
+            KeyExchange::Gather(_) => self.first_row..self.first_row + self.nodes,
+            KeyExchange::None | KeyExchange::Halo(_) => 0..self.nodes,
         }
     }
 }
@@ -105,6 +145,7 @@ impl<B: Backend> SequenceTensors<B> {
             nodes: self.nodes,
             keys: self.keys,
             exchange: self.exchange,
+            overlap_exchange: self.overlap_exchange,
             input: self.input.map(|input| SequenceInput {
                 features: lift_sparse(input.features),
                 degrees: lift_sparse(input.degrees),

@@ -70,6 +70,9 @@ pub struct ShardSpec {
     /// Whether the device runs the embedding (the first pipeline stage) and so needs the rows'
     /// features and degrees.
     pub embeds: bool,
+    /// Whether the shard's layers start their key exchanges before computing what does not
+    /// need them ([`SequenceTensors::overlap_exchange`]).
+    pub overlap: bool,
 }
 
 impl ShardSpec {
@@ -80,6 +83,7 @@ impl ShardSpec {
             position: 0,
             group: None,
             embeds: true,
+            overlap: false,
         }
     }
 
@@ -238,6 +242,7 @@ impl HostSequence {
             nodes: rows.len(),
             keys: table.len(),
             exchange,
+            overlap_exchange: shard.overlap,
             input: shard.embeds.then(|| SequenceInput {
                 features: self.features(graph, &rows, device),
                 degrees: self.degrees(graph, config.max_degree, &rows, device),

@@ -134,6 +134,7 @@ where
             group: (rows.len() > 1)
                 .then(|| (self.comm.clone(), layout.shard_group(replica, stage))),
             embeds: stage == 0,
+            overlap: !self.synchronous_transfers,
         })
     }
 }

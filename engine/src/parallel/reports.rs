@@ -78,11 +78,12 @@ where
 }
 
 /// Values of [`encode_run`]'s message before the adapter's name.
-const RUN_FIGURES: usize = 14;
+const RUN_FIGURES: usize = 18;
 
 /// A device's figures as a message: step seconds, peak reserved, peak in use, bytes sent per
-/// step (all and the steps' own), transfer and hidden transfer seconds per step, each as the two halves of its 64 bits (`u64::MAX`: not measured), then the
-/// adapter's name in UTF-8, four bytes a value (zero-padded).
+/// step (all and the steps' own), transfer and hidden transfer seconds per step, exchange and
+/// hidden exchange seconds per step, each as the two halves of its 64 bits (`u64::MAX`: not
+/// measured), then the adapter's name in UTF-8, four bytes a value (zero-padded).
 fn encode_run(run: &DeviceRun) -> Vec<f32> {
     let figures = [
         run.step_seconds.to_bits(),
@@ -92,6 +93,8 @@ fn encode_run(run: &DeviceRun) -> Vec<f32> {
         run.step_sent_bytes.to_bits(),
         run.transfer_seconds_per_step.to_bits(),
         run.hidden_transfer_seconds_per_step.to_bits(),
+        run.exchange_seconds_per_step.to_bits(),
+        run.hidden_exchange_seconds_per_step.to_bits(),
     ]
     .into_iter()
     .flat_map(|v| [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)]);
@@ -116,8 +119,19 @@ fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
         .chunks(2)
         .map(|w| w[0].to_bits() as u64 | (w[1].to_bits() as u64) << 32)
         .collect();
-    let [seconds, peak, in_use, sent, step_sent, transfer, hidden] = words[..] else {
-        unreachable!("{RUN_FIGURES} values make seven words")
+    let [
+        seconds,
+        peak,
+        in_use,
+        sent,
+        step_sent,
+        transfer,
+        hidden,
+        exchange,
+        hidden_exchange,
+    ] = words[..]
+    else {
+        unreachable!("{RUN_FIGURES} values make nine words")
     };
     let bytes: Vec<u8> = name
         .iter()
@@ -137,6 +151,8 @@ fn decode_run(rank: Rank, message: &[f32]) -> Result<DeviceRun, EngineError> {
         step_sent_bytes: f64::from_bits(step_sent),
         transfer_seconds_per_step: f64::from_bits(transfer),
         hidden_transfer_seconds_per_step: f64::from_bits(hidden),
+        exchange_seconds_per_step: f64::from_bits(exchange),
+        hidden_exchange_seconds_per_step: f64::from_bits(hidden_exchange),
     })
 }
 
@@ -156,6 +172,8 @@ mod tests {
             step_sent_bytes: 1000.25,
             transfer_seconds_per_step: 0.5,
             hidden_transfer_seconds_per_step: 0.375,
+            exchange_seconds_per_step: 0.25,
+            hidden_exchange_seconds_per_step: 0.125,
         };
         let back = decode_run(3, &encode_run(&run))?;
         assert_eq!(back.step_seconds, run.step_seconds);
@@ -171,6 +189,13 @@ mod tests {
                 back.hidden_transfer_seconds_per_step
             ),
             (0.5, 0.375)
+        );
+        assert_eq!(
+            (
+                back.exchange_seconds_per_step,
+                back.hidden_exchange_seconds_per_step
+            ),
+            (0.25, 0.125)
         );
         assert_eq!(back.adapter, run.adapter);
         let unnamed = DeviceRun {

@@ -20,6 +20,7 @@ use crate::{
     EngineError,
     comm::{Communicator, Rank, Tag},
     host::HostRead,
+    timing::TransferTime,
 };
 
 /// The environment variable that, set to `1`, makes a worker wait for each of its stage
@@ -32,30 +33,6 @@ pub(super) struct Outgoing {
     pub to: Rank,
     pub tag: Tag,
     pub values: Range<usize>,
-}
-
-/// Time spent in a worker's stage transfers.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TransferTime {
-    /// Seconds from each transfer's hand-over to its last send, summed: the wait for the
-    /// device to finish the pass and copy, and the sends.
-    pub seconds: f64,
-    /// Seconds the worker waited for transfers to finish, summed: what compute did not hide.
-    pub exposed_seconds: f64,
-}
-
-impl std::ops::AddAssign for TransferTime {
-    fn add_assign(&mut self, other: Self) {
-        self.seconds += other.seconds;
-        self.exposed_seconds += other.exposed_seconds;
-    }
-}
-
-impl TransferTime {
-    /// Seconds of transfer hidden behind the worker's compute.
-    pub fn hidden_seconds(&self) -> f64 {
-        (self.seconds - self.exposed_seconds).max(0.0)
-    }
 }
 
 /// A transfer handed to the thread.

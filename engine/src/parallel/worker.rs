@@ -24,18 +24,18 @@ use super::{
     memory_watch::MemoryWatch,
     one_forward_one_backward,
     passes::{InFlight, StageEnd},
-    sender::{StageSender, TransferTime},
+    sender::StageSender,
 };
 use crate::{
     EngineError,
-    comm::{Communicator, Rank},
+    comm::{Communicator, Rank, take_exchange_time},
     device::MemoryProbe,
     graph::Graph,
     model::{
         GraphTransformer, ModelBackend, ModelConfig, ModelOptimizer, ModelPart, ParameterShapes,
     },
     run::{DeviceRun, EpochMetrics, Role as NodeRole, Sequences, TrainOptions},
-    timing::median,
+    timing::{TransferTime, median},
 };
 
 /// What every worker reads: the data, the options and the plan.
@@ -104,6 +104,10 @@ pub(super) struct Worker<'a, B: AutodiffBackend> {
     pub(super) cache: RefCell<DeviceCache<B::InnerBackend>>,
     /// The thread that sends this device's stage transfers (pipelines of two or more stages).
     pub(super) sender: Option<StageSender>,
+    /// Whether transfers are waited for at once ([`super::SYNC_TRANSFERS_VAR`]): the stage
+    /// transfers, and the context-parallel key exchanges, which then start only where the
+    /// key table is needed.
+    pub(super) synchronous_transfers: bool,
 }
 
 impl<'a, B> Worker<'a, B>
@@ -124,6 +128,7 @@ where
             .role(rank)
             .expect("workers run on the plan's devices");
         let part = layout.part(role.stage);
+        let synchronous_transfers = StageSender::synchronous_from_env();
         let (model, shapes) =
             GraphTransformer::initialised_part(job.config, job.options.seed, &device, Some(&part));
         Self {
@@ -140,9 +145,9 @@ where
             cache: RefCell::new(DeviceCache::new(device_cache_bytes(
                 layout.node_share(role),
             ))),
-            sender: (layout.degrees().pp > 1).then(|| {
-                StageSender::start(rank, comm.clone(), StageSender::synchronous_from_env())
-            }),
+            sender: (layout.degrees().pp > 1)
+                .then(|| StageSender::start(rank, comm.clone(), synchronous_transfers)),
+            synchronous_transfers,
         }
     }
 
@@ -176,6 +181,7 @@ where
         let mut step_times = Vec::new();
         let mut step_sent = 0u64;
         let mut transfers = TransferTime::default();
+        let mut exchanges = TransferTime::default();
         let done = |state: &Progress| options.max_steps.is_some_and(|max| state.step() >= max);
         while state.epoch <= options.epochs && !done(&state) {
             let epoch = state.epoch;
@@ -189,10 +195,13 @@ where
                 }
                 let start = Instant::now();
                 let sent_before = self.comm.sent_bytes();
+                // Exchanges before the step (evaluation's) are not the step's.
+                take_exchange_time();
                 let (model, loss) =
                     self.step(batch, state.step(), self.model.clone(), &mut optimizer)?;
                 self.model = model;
                 transfers += self.wait_for_sends()?;
+                exchanges += take_exchange_time();
                 step_times.push(start.elapsed().as_secs_f64());
                 step_sent += self.comm.sent_bytes() - sent_before;
                 if !loss.is_finite() {
@@ -263,6 +272,8 @@ where
             step_sent_bytes: step_sent as f64 / steps,
             transfer_seconds_per_step: transfers.seconds / steps,
             hidden_transfer_seconds_per_step: transfers.hidden_seconds() / steps,
+            exchange_seconds_per_step: exchanges.seconds / steps,
+            hidden_exchange_seconds_per_step: exchanges.hidden_seconds() / steps,
         };
         let devices = self.collect_device_runs(run)?;
         Ok(WorkerOutcome {

@@ -79,4 +79,14 @@ pub struct DeviceRun {
     /// The part of [`Self::transfer_seconds_per_step`] the device did not wait for: transfer
     /// time hidden behind its compute.
     pub hidden_transfer_seconds_per_step: f64,
+    /// Mean seconds per optimizer step of the device's context-parallel row exchanges (key
+    /// gathers and halos, the tokens' and the logits' gathers, and their backwards), each
+    /// from the start of its copy to the host to the exchanged rows on the device: the wait
+    /// for what produced the rows, the copies, the messages. Zero without context
+    /// parallelism.
+    pub exchange_seconds_per_step: f64,
+    /// The part of [`Self::exchange_seconds_per_step`] the device did not wait for: the
+    /// layers' key exchanges travel while the device computes the queries, keys and values
+    /// of its own rows.
+    pub hidden_exchange_seconds_per_step: f64,
 }
