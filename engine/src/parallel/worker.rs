@@ -180,8 +180,9 @@ where
         let batch = self.job.layout.batch();
         let mut step_times = Vec::new();
         let mut step_sent = 0u64;
-        let mut transfers = TransferTime::default();
-        let mut exchanges = TransferTime::default();
+        // Per step: the stage transfers' and the row exchanges' time.
+        let mut transfers: Vec<TransferTime> = Vec::new();
+        let mut exchanges: Vec<TransferTime> = Vec::new();
         let done = |state: &Progress| options.max_steps.is_some_and(|max| state.step() >= max);
         while state.epoch <= options.epochs && !done(&state) {
             let epoch = state.epoch;
@@ -200,8 +201,8 @@ where
                 let (model, loss) =
                     self.step(batch, state.step(), self.model.clone(), &mut optimizer)?;
                 self.model = model;
-                transfers += self.wait_for_sends()?;
-                exchanges += take_exchange_time();
+                transfers.push(self.wait_for_sends()?);
+                exchanges.push(take_exchange_time());
                 step_times.push(start.elapsed().as_secs_f64());
                 step_sent += self.comm.sent_bytes() - sent_before;
                 if !loss.is_finite() {
@@ -270,10 +271,10 @@ where
             peak_in_use_bytes: self.memory.peak_in_use(),
             sent_bytes_per_step: self.comm.sent_bytes() as f64 / state.step().max(1) as f64,
             step_sent_bytes: step_sent as f64 / steps,
-            transfer_seconds_per_step: transfers.seconds / steps,
-            hidden_transfer_seconds_per_step: transfers.hidden_seconds() / steps,
-            exchange_seconds_per_step: exchanges.seconds / steps,
-            hidden_exchange_seconds_per_step: exchanges.hidden_seconds() / steps,
+            transfer_seconds_per_step: median_of(&transfers, |t| t.seconds),
+            hidden_transfer_seconds_per_step: median_of(&transfers, TransferTime::hidden_seconds),
+            exchange_seconds_per_step: median_of(&exchanges, |t| t.seconds),
+            hidden_exchange_seconds_per_step: median_of(&exchanges, TransferTime::hidden_seconds),
         };
         let devices = self.collect_device_runs(run)?;
         Ok(WorkerOutcome {
@@ -438,4 +439,10 @@ mod tests {
         assert_eq!(epoch_batches(&[1, 0], 1), vec![vec![1], vec![0]]);
         assert_eq!(epoch_batches(&[0], 4), vec![vec![0, 0, 0, 0]]);
     }
+}
+
+/// The median over `steps` of `figure` (0 without steps): like the step time, free of the
+/// first steps' kernel compilation, which a peer's exchange waits for too.
+fn median_of(steps: &[TransferTime], figure: impl Fn(&TransferTime) -> f64) -> f64 {
+    median(&mut steps.iter().map(figure).collect::<Vec<_>>())
 }

@@ -71,22 +71,22 @@ pub struct DeviceRun {
     /// loss report (evaluation, checkpoints and the closing reports excluded): what the
     /// planner's `sent_bytes` predicts.
     pub step_sent_bytes: f64,
-    /// Mean seconds per optimizer step of the device's pipeline transfers (activations and
-    /// input gradients), each from its hand-over to the sending thread to its last send:
-    /// the wait for the pass that produced it, the copy to the host, the sends. Zero without
-    /// a pipeline.
+    /// Median over the optimizer steps of the seconds of the device's pipeline transfers
+    /// (activations and input gradients), each from its hand-over to the sending thread to its
+    /// last send: the wait for the pass that produced it, the copy to the host, the sends.
+    /// Zero without a pipeline.
     pub transfer_seconds_per_step: f64,
-    /// The part of [`Self::transfer_seconds_per_step`] the device did not wait for: transfer
-    /// time hidden behind its compute.
+    /// The median part of [`Self::transfer_seconds_per_step`] the device did not wait for:
+    /// transfer time hidden behind its compute.
     pub hidden_transfer_seconds_per_step: f64,
-    /// Mean seconds per optimizer step of the device's context-parallel row exchanges (key
-    /// gathers and halos, the tokens' and the logits' gathers, and their backwards), each
-    /// from the start of its copy to the host to the exchanged rows on the device: the wait
-    /// for what produced the rows, the copies, the messages. Zero without context
-    /// parallelism.
+    /// Median over the optimizer steps of the seconds of the device's context-parallel row
+    /// exchanges (key gathers and halos, the tokens' and the logits' gathers, and their
+    /// backwards), each from the start of its copy to the host to the exchanged rows on the
+    /// device: the wait for what produced the rows, the copies, the messages. Zero without
+    /// context parallelism.
     pub exchange_seconds_per_step: f64,
-    /// The part of [`Self::exchange_seconds_per_step`] the device did not wait for: the
-    /// layers' key exchanges travel while the device computes the queries, keys and values
-    /// of its own rows.
+    /// The median part of [`Self::exchange_seconds_per_step`] the device did not wait for:
+    /// the layers' key exchanges travel while the device computes the queries, keys and
+    /// values of its own rows.
     pub hidden_exchange_seconds_per_step: f64,
 }
