@@ -96,12 +96,14 @@ pub trait RowsExchange: Clone + Debug + Send + Sync + 'static {
 /// A backend that can exchange rows among the devices of a group.
 pub trait ExchangeBackend: Backend {
     /// The rows `x` (`[rows, C]`) after `exchange`'s forward; `started`: the copy of `x` to
-    /// the host, if it was started before.
+    /// the host, if it was started before. By default through the host, untracked.
     fn exchange_rows<E: RowsExchange>(
         x: FloatTensor<Self>,
         exchange: &E,
         started: Option<StartedExchange>,
-    ) -> FloatTensor<Self>;
+    ) -> FloatTensor<Self> {
+        on_host::<Self, E>(x, exchange, "row exchange", E::forward, started)
+    }
 
     /// Submits the work enqueued on `device` so far without waiting for it, so that the
     /// device computes it while the host waits for an exchange.
@@ -175,14 +177,6 @@ fn on_host<B: Backend, E: RowsExchange>(
 }
 
 impl ExchangeBackend for WgpuBackend {
-    fn exchange_rows<E: RowsExchange>(
-        x: FloatTensor<Self>,
-        exchange: &E,
-        started: Option<StartedExchange>,
-    ) -> FloatTensor<Self> {
-        on_host::<Self, E>(x, exchange, "row exchange", E::forward, started)
-    }
-
     fn submit(device: &Self::Device) {
         // A failed submission fails the next read of the device, the exchange's own.
         let _ = WgpuRuntime::client(device).flush();
@@ -190,14 +184,6 @@ impl ExchangeBackend for WgpuBackend {
 }
 
 impl ExchangeBackend for CpuBackend {
-    fn exchange_rows<E: RowsExchange>(
-        x: FloatTensor<Self>,
-        exchange: &E,
-        started: Option<StartedExchange>,
-    ) -> FloatTensor<Self> {
-        on_host::<Self, E>(x, exchange, "row exchange", E::forward, started)
-    }
-
     /// The CPU backend computes each operation as it is called: nothing waits.
     fn submit(_device: &Self::Device) {}
 }
