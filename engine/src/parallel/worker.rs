@@ -426,6 +426,12 @@ pub fn epoch_batches(order: &[usize], batch: usize) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// The median over `steps` of `figure` (0 without steps): like the step time, free of the
+/// first steps' kernel compilation, which a peer's exchange waits for too.
+fn median_of(steps: &[TransferTime], figure: impl Fn(&TransferTime) -> f64) -> f64 {
+    median(&mut steps.iter().map(figure).collect::<Vec<_>>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::epoch_batches;
@@ -439,10 +445,4 @@ mod tests {
         assert_eq!(epoch_batches(&[1, 0], 1), vec![vec![1], vec![0]]);
         assert_eq!(epoch_batches(&[0], 4), vec![vec![0, 0, 0, 0]]);
     }
-}
-
-/// The median over `steps` of `figure` (0 without steps): like the step time, free of the
-/// first steps' kernel compilation, which a peer's exchange waits for too.
-fn median_of(steps: &[TransferTime], figure: impl Fn(&TransferTime) -> f64) -> f64 {
-    median(&mut steps.iter().map(figure).collect::<Vec<_>>())
 }
