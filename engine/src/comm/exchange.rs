@@ -115,26 +115,24 @@ pub fn exchange_rows<B: ExchangeBackend, E: RowsExchange>(
     x: Tensor<B, 2>,
     exchange: &E,
 ) -> Tensor<B, 2> {
-    Tensor::from_primitive(TensorPrimitive::Float(B::exchange_rows(
-        x.into_primitive().tensor(),
-        exchange,
-        None,
-    )))
+    exchange_started_rows(x, exchange, None)
 }
 
-/// Like [`exchange_rows`], with the values of `x` from the copy `started` from it; the work
-/// enqueued since the start is submitted first, so that the device computes it while the rows
-/// travel.
+/// Like [`exchange_rows`], with the values of `x` from the copy `started` from it when given;
+/// the work enqueued since that start is then submitted first, so that the device computes it
+/// while the rows travel.
 pub fn exchange_started_rows<B: ExchangeBackend, E: RowsExchange>(
     x: Tensor<B, 2>,
     exchange: &E,
-    started: StartedExchange,
+    started: Option<StartedExchange>,
 ) -> Tensor<B, 2> {
-    B::submit(&x.device());
+    if started.is_some() {
+        B::submit(&x.device());
+    }
     Tensor::from_primitive(TensorPrimitive::Float(B::exchange_rows(
         x.into_primitive().tensor(),
         exchange,
-        Some(started),
+        started,
     )))
 }
 
@@ -250,7 +248,7 @@ mod tests {
                     let waited = host_f32(exchange_rows(x.clone(), &exchange));
                     let after_waited = take_exchange_time();
                     let started = start_exchange(&x);
-                    let gathered = host_f32(exchange_started_rows(x, &exchange, started));
+                    let gathered = host_f32(exchange_started_rows(x, &exchange, Some(started)));
                     (waited, gathered, after_waited, take_exchange_time())
                 })
             })

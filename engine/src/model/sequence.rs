@@ -6,8 +6,7 @@ use std::ops::Range;
 use burn::tensor::{Int, Tensor, backend::AutodiffBackend, backend::Backend};
 
 use crate::comm::{
-    HaloExchange, RowExchange, StartedExchange, exchange_rows, exchange_started_rows,
-    start_exchange,
+    HaloExchange, RowExchange, StartedExchange, exchange_started_rows, start_exchange,
 };
 use crate::kernels::{DropoutStreams, HopsPattern, PairBuckets, SparseMatrix};
 
@@ -109,12 +108,10 @@ impl<B: ModelBackend> SequenceTensors<B> {
         x: Tensor<B, 2>,
         started: Option<StartedExchange>,
     ) -> Tensor<B, 2> {
-        match (&self.exchange, started) {
-            (KeyExchange::None, _) => x,
-            (KeyExchange::Gather(exchange), None) => exchange_rows(x, exchange),
-            (KeyExchange::Gather(exchange), Some(s)) => exchange_started_rows(x, exchange, s),
-            (KeyExchange::Halo(exchange), None) => exchange_rows(x, exchange),
-            (KeyExchange::Halo(exchange), Some(s)) => exchange_started_rows(x, exchange, s),
+        match &self.exchange {
+            KeyExchange::None => x,
+            KeyExchange::Gather(exchange) => exchange_started_rows(x, exchange, started),
+            KeyExchange::Halo(exchange) => exchange_started_rows(x, exchange, started),
         }
     }
 
